@@ -1,0 +1,343 @@
+/*
+ * pipesched — pipeline-parallel schedule engine.
+ *
+ * The one public header. It includes only <stddef.h> and <stdint.h> and compiles alone with
+ * -std=c99 -pedantic. Every handle is opaque; every function that can fail returns 0 or a
+ * negative PS_E* code (see ps_strerror()); the detailed message of the last failure on a
+ * handle is available from ps_<handle>_last_error(). The library does no I/O, prints nothing
+ * and never aborts.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PIPESCHED_H
+#define PIPESCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && !defined(PS_STATIC)
+#define PS_EXTERN __attribute__((visibility("default")))
+#else
+#define PS_EXTERN
+#endif
+
+#define PS_VERSION_MAJOR 0
+#define PS_VERSION_MINOR 1
+#define PS_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors
+ */
+
+/* X(name, value, message): one table for the enum, ps_strerror() and ps_err_name(). */
+#define PS_ERRNO_MAP(X)                                                                          \
+    X(EINVAL, -1, "invalid argument")                                                            \
+    X(ENOMEM, -2, "out of memory")                                                               \
+    X(ERANGE, -3, "size beyond the documented limit")                                           \
+    X(EPARSE, -4, "malformed input")                                                             \
+    X(ECONFIG, -5, "invalid configuration")                                                      \
+    X(EUNSUPPORTED, -6, "parameters not accepted by the schedule family")                        \
+    X(ENOTFOUND, -7, "unknown name")                                                             \
+    X(EINVALID, -8, "schedule failed validation")                                                \
+    X(EDEADLOCK, -9, "schedule deadlocks")                                                       \
+    X(EIO, -10, "output callback failed")                                                        \
+    X(ESTATE, -11, "operation not valid in the current state")
+
+typedef enum ps_errno {
+    PS_OK = 0,
+#define PS__ERRNO_ENUM(name, value, msg) PS_##name = (value),
+    PS_ERRNO_MAP(PS__ERRNO_ENUM)
+#undef PS__ERRNO_ENUM
+} ps_errno;
+
+/* A static English description of err ("unknown error" for values outside the table). */
+PS_EXTERN const char *ps_strerror(int err);
+/* The symbolic name of err without the PS_ prefix ("EINVAL"), or "UNKNOWN". */
+PS_EXTERN const char *ps_err_name(int err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Limits. Requests beyond them are refused with PS_ERANGE before anything is allocated.
+ */
+#define PS_MAX_PP 4096                  /* pipeline ranks */
+#define PS_MAX_VPP 64                   /* chunks (virtual stages) per rank */
+#define PS_MAX_STAGES 65536             /* virtual stages in total */
+#define PS_MAX_MICROBATCHES 1048576     /* micro-batches per iteration */
+#define PS_MAX_ACTIONS 100000000LL      /* compute actions in one schedule (~3.6 GB simulated) */
+#define PS_MAX_COST 1e12                /* largest accepted duration, in cost units */
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory. Every handle takes an optional allocator (NULL = realloc/free). The function
+ * follows Lua's lua_Alloc contract: nsize == 0 frees ptr and returns NULL; otherwise it returns
+ * a block of nsize bytes holding the first min(osize, nsize) bytes of ptr (ptr may be NULL),
+ * or NULL on failure, in which case ptr is untouched. The allocator is copied into the handle.
+ */
+typedef void *(*ps_alloc_fn)(void *ud, void *ptr, size_t osize, size_t nsize);
+typedef struct ps_allocator {
+    ps_alloc_fn fn;
+    void *ud;
+} ps_allocator;
+
+/* ---------------------------------------------------------------------------------------------
+ * Actions
+ */
+typedef enum ps_kind {
+    PS_F = 0,    /* forward of one chunk */
+    PS_I = 1,    /* backward for inputs (dX) */
+    PS_W = 2,    /* backward for weights (dW) */
+    PS_B = 3,    /* full backward (I + W) */
+    PS_FB = 4,   /* fused pair: forward {stage, mb} with backward {bkind, bstage, bmb} */
+    PS_SEND_F = 5, /* stage = sending stage, bstage = receiving stage */
+    PS_RECV_F = 6, /* stage = receiving stage, bstage = sending stage */
+    PS_SEND_B = 7,
+    PS_RECV_B = 8,
+    PS_KIND_COUNT = 9
+} ps_kind;
+
+/*
+ * One action. For PS_FB the forward part is {stage, mb} and the backward part is
+ * {bkind (PS_B or PS_I), bstage, bmb}. For the communication kinds bstage is the peer stage
+ * and bmb equals mb. For the other kinds bkind/bstage/bmb are zero.
+ */
+typedef struct ps_action {
+    uint8_t kind;
+    uint8_t bkind;
+    uint16_t reserved;
+    int32_t stage;
+    int32_t mb;
+    int32_t bstage;
+    int32_t bmb;
+} ps_action;
+
+/* The kind's token: "F", "I", "W", "B", "OVERLAP_F_B", "SEND_F", ... */
+PS_EXTERN const char *ps_kind_name(int kind);
+
+/*
+ * Writes the PyTorch action string of a ("2F3", "1SEND_B0", "(0F7;7B3)OVERLAP_F_B") into
+ * buf (always NUL-terminated when n > 0). Returns the length the full string needs, not
+ * counting the NUL (like snprintf), or PS_EINVAL.
+ */
+PS_EXTERN int ps_action_format(const ps_action *a, char *buf, size_t n);
+
+/*
+ * Parses one action string, whole (full match, surrounding spaces allowed). The legacy token
+ * "BW" is read as a full backward (PS_B). An empty string is PS_ENOTFOUND (an idle cell). On
+ * PS_EPARSE, *err_col (if not NULL) receives the 0-based offset of the first offending byte.
+ */
+PS_EXTERN int ps_action_parse(const char *s, size_t len, ps_action *out, size_t *err_col);
+
+/* ---------------------------------------------------------------------------------------------
+ * Problem: the parameters of a schedule and its cost model.
+ */
+typedef struct ps_problem ps_problem;
+
+typedef enum ps_param {
+    PS_PARAM_PP = 0,           /* pipeline ranks p (default 4) */
+    PS_PARAM_VPP = 1,          /* chunks per rank v (default 1; some families fix it) */
+    PS_PARAM_MICROBATCHES = 2, /* micro-batches m (default 8) */
+    PS_PARAM_GROUP_SIZE = 3    /* interleaved micro-batch group size G (0 = default p) */
+} ps_param;
+
+typedef enum ps_cost {
+    PS_COST_F = 0,  /* forward of one chunk (default 1) */
+    PS_COST_B = 1,  /* backward for inputs of one chunk (default 1) */
+    PS_COST_W = 2,  /* backward for weights of one chunk (default 1) */
+    PS_COST_C = 3,  /* cross-rank transfer (default 0) */
+    PS_COST_FB = 4  /* fused pair; negative = default (forward + backward part) */
+} ps_cost;
+
+typedef struct ps_stage_cost {
+    double f, b, w;
+} ps_stage_cost;
+
+/* Creates a problem with the defaults above and schedule "1f1b". Caller frees with
+ * ps_problem_free(). Returns 0, PS_EINVAL (out NULL) or PS_ENOMEM. */
+PS_EXTERN int ps_problem_new(ps_problem **out, const ps_allocator *alloc);
+PS_EXTERN void ps_problem_free(ps_problem *pb);
+/* The message of the last failure on pb ("" if none). Borrowed until the next call on pb. */
+PS_EXTERN const char *ps_problem_last_error(const ps_problem *pb);
+
+/*
+ * Applies a JSON configuration (see docs/config.md): keys "schedule", "pp", "vpp",
+ * "microbatches", "group_size", "costs" {"f","b","w","c","fb"}, "stage_costs" [{"f","b","w"}].
+ * Keys not present keep their current value. Unknown keys, wrong types and out-of-range values
+ * are PS_ECONFIG with a message naming every offending JSON path; malformed JSON is PS_EPARSE
+ * with line and column. On failure pb is unchanged.
+ */
+PS_EXTERN int ps_problem_load_json(ps_problem *pb, const char *text, size_t len);
+
+/* Sets the schedule family by name or alias (case-insensitive). PS_ENOTFOUND if unknown. */
+PS_EXTERN int ps_problem_set_schedule(ps_problem *pb, const char *name);
+/* The canonical family name. Borrowed from the registry (static). */
+PS_EXTERN const char *ps_problem_schedule(const ps_problem *pb);
+/* PS_ERANGE when v is outside [1, limit] (group size: [0, PS_MAX_MICROBATCHES]). */
+PS_EXTERN int ps_problem_set_int(ps_problem *pb, ps_param which, long long v);
+PS_EXTERN long long ps_problem_get_int(const ps_problem *pb, ps_param which);
+/* Costs must be finite, >= 0 and <= PS_MAX_COST (PS_COST_FB also accepts < 0: default). */
+PS_EXTERN int ps_problem_set_cost(ps_problem *pb, ps_cost which, double v);
+PS_EXTERN double ps_problem_get_cost(const ps_problem *pb, ps_cost which);
+/*
+ * Per-stage costs (one entry per virtual stage; they replace f, b, w). n == 0 clears them.
+ * The array is copied. Its length is checked against the stage count when the schedule is
+ * generated or simulated.
+ */
+PS_EXTERN int ps_problem_set_stage_costs(ps_problem *pb, const ps_stage_cost *c, size_t n);
+/* Number of per-stage costs; *out (if not NULL) borrows them until the next change of pb. */
+PS_EXTERN size_t ps_problem_stage_costs(const ps_problem *pb, const ps_stage_cost **out);
+/* Parses "f=1,b=2,w=1,c=0,fb=2.5" (any subset) and applies it; PS_ECONFIG names the key. */
+PS_EXTERN int ps_problem_set_costs_string(ps_problem *pb, const char *spec);
+
+/* ---------------------------------------------------------------------------------------------
+ * Registry of schedule families.
+ */
+typedef struct ps_family_info {
+    const char *name;        /* canonical name, e.g. "interleaved" */
+    const char *aliases;     /* comma-separated, e.g. "Interleaved1F1B,vpp" */
+    const char *description; /* one line */
+    const char *constraints; /* one line, human readable */
+    const char *placement;   /* "loop", "v" or "bidirectional" */
+} ps_family_info;
+
+PS_EXTERN size_t ps_family_count(void);
+/* Fills *out with family i (static strings). PS_EINVAL when i is out of range. */
+PS_EXTERN int ps_family_get(size_t i, ps_family_info *out);
+/* Finds a family by name or alias, case-insensitively. Returns its index or PS_ENOTFOUND. */
+PS_EXTERN int ps_family_lookup(const char *name, ps_family_info *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Schedule: p ordered action lists, the stage -> rank placement and the micro-batch paths.
+ */
+typedef struct ps_schedule ps_schedule;
+
+/* Creates an empty schedule handle. Caller frees with ps_schedule_free(). */
+PS_EXTERN int ps_schedule_new(ps_schedule **out, const ps_allocator *alloc);
+PS_EXTERN void ps_schedule_free(ps_schedule *s);
+/* The message of the last failure on s ("" if none). Borrowed until the next call on s. */
+PS_EXTERN const char *ps_schedule_last_error(const ps_schedule *s);
+
+/*
+ * Generates the compute-only schedule of pb's family. PS_EUNSUPPORTED (with the reason, e.g.
+ * "interleaved needs m >= pp when vpp > 1; got m=3, pp=4") when the family rejects the
+ * parameters; PS_ERANGE beyond the limits. Replaces whatever s held.
+ */
+PS_EXTERN int ps_schedule_generate(ps_schedule *s, const ps_problem *pb);
+
+typedef enum ps_csv_format {
+    PS_CSV_AUTO = 0,          /* compute_comms if any SEND/RECV cell is present */
+    PS_CSV_COMPUTE_ONLY = 1,  /* PyTorch "compute_only" */
+    PS_CSV_COMPUTE_COMMS = 2  /* PyTorch "compute_comms" */
+} ps_csv_format;
+
+/*
+ * Loads a PyTorch-style CSV table (one row per rank, one action per cell, empty = idle).
+ * pp = number of rows, stages = largest stage + 1, micro-batches = largest index + 1 unless
+ * microbatches > 0 is given; the placement is inferred (a stage on two ranks is an error).
+ * Errors name the line and column. The schedule's family is "custom".
+ */
+PS_EXTERN int ps_schedule_load_csv(ps_schedule *s, const char *text, size_t len,
+                                   ps_csv_format fmt, int microbatches);
+
+/* Adds SEND/RECV actions (kept beside the compute lists). PS_EDEADLOCK if impossible. */
+PS_EXTERN int ps_schedule_lower(ps_schedule *s);
+
+/*
+ * Checks the schedule: every micro-batch runs every stage of its path exactly once forward
+ * and once backward (one B, or one I and one W), each stage on one rank, every dependency
+ * satisfiable in each rank's order (a deadlock names each rank's blocked head action and what
+ * it waits for), and, when lowered, SEND/RECV matched in order on every rank pair.
+ * Returns 0, PS_EINVALID or PS_EDEADLOCK.
+ */
+PS_EXTERN int ps_schedule_validate(ps_schedule *s);
+
+PS_EXTERN const char *ps_schedule_family(const ps_schedule *s); /* "custom" when loaded */
+PS_EXTERN int ps_schedule_pp(const ps_schedule *s);
+PS_EXTERN int ps_schedule_vpp(const ps_schedule *s);         /* stages / pp (0 if uneven) */
+PS_EXTERN int ps_schedule_num_stages(const ps_schedule *s);
+PS_EXTERN int ps_schedule_microbatches(const ps_schedule *s);
+PS_EXTERN int ps_schedule_group_size(const ps_schedule *s);  /* 0 when not applicable */
+PS_EXTERN int ps_schedule_stage_rank(const ps_schedule *s, int stage); /* -1 if out of range */
+/* Number of distinct model copies a rank holds (2 for bidirectional placements). */
+PS_EXTERN int ps_schedule_param_copies(const ps_schedule *s);
+PS_EXTERN int ps_schedule_num_paths(const ps_schedule *s);
+/* Path i: *stages borrows the ordered stage list (length *n); micro-batches
+ * [*first_mb, *first_mb + *count). PS_EINVAL when i is out of range. */
+PS_EXTERN int ps_schedule_path(const ps_schedule *s, int i, const int32_t **stages, int *n,
+                               int *first_mb, int *count);
+/* Compute actions of a rank, borrowed until s changes. */
+PS_EXTERN size_t ps_schedule_rank_length(const ps_schedule *s, int rank);
+PS_EXTERN const ps_action *ps_schedule_rank_actions(const ps_schedule *s, int rank);
+PS_EXTERN size_t ps_schedule_total_actions(const ps_schedule *s);
+PS_EXTERN int ps_schedule_is_lowered(const ps_schedule *s);
+/* Compute + communication actions of a rank after ps_schedule_lower() (0 / NULL before). */
+PS_EXTERN size_t ps_schedule_lowered_length(const ps_schedule *s, int rank);
+PS_EXTERN const ps_action *ps_schedule_lowered_actions(const ps_schedule *s, int rank);
+
+/* ---------------------------------------------------------------------------------------------
+ * Simulator: event-driven, virtual time.
+ */
+typedef struct ps_sim ps_sim;
+
+typedef struct ps_metrics {
+    double makespan;     /* end of the last action; the iteration starts at 0 */
+    double bubble;       /* largest idle over ranks */
+    double bubble_ratio; /* 1 - sum(busy) / (p * makespan) */
+    int pp;
+} ps_metrics;
+
+typedef struct ps_rank_metrics {
+    double busy;              /* sum of the rank's action durations */
+    double span;              /* end of its last action - start of its first */
+    double idle;              /* span - busy */
+    int64_t peak_activations; /* max chunks whose forward ran and whose W/B has not */
+    int param_copies;
+} ps_rank_metrics;
+
+PS_EXTERN int ps_sim_new(ps_sim **out, const ps_allocator *alloc);
+PS_EXTERN void ps_sim_free(ps_sim *sim);
+PS_EXTERN const char *ps_sim_last_error(const ps_sim *sim);
+/*
+ * Simulates s under pb's costs. s is borrowed: it must stay alive and unchanged while the
+ * results of sim are used. PS_EDEADLOCK names each rank's blocked action; PS_ECONFIG when the
+ * per-stage costs do not match the stage count.
+ */
+PS_EXTERN int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb);
+PS_EXTERN int ps_sim_metrics(const ps_sim *sim, ps_metrics *out);
+PS_EXTERN int ps_sim_rank_metrics(const ps_sim *sim, int rank, ps_rank_metrics *out);
+/* Start and end times of rank's compute actions, aligned with ps_schedule_rank_actions(). */
+PS_EXTERN const double *ps_sim_starts(const ps_sim *sim, int rank);
+PS_EXTERN const double *ps_sim_ends(const ps_sim *sim, int rank);
+/* Duration under pb's costs of action a on a schedule with the given stage count. */
+PS_EXTERN double ps_sim_duration(const ps_sim *sim, const ps_action *a);
+
+/* ---------------------------------------------------------------------------------------------
+ * Export. Output goes through a write callback (the library does no I/O); a non-zero return
+ * from it stops the export with PS_EIO.
+ */
+typedef int (*ps_write_fn)(void *ud, const char *data, size_t len);
+
+typedef enum ps_format {
+    PS_FORMAT_TABLE = 0,       /* one row per rank, one column per step */
+    PS_FORMAT_TABLE_TIMED = 1, /* one column per time unit (needs sim) */
+    PS_FORMAT_JSON = 2,        /* DESIGN's schedule JSON; start/end when sim is given */
+    PS_FORMAT_CSV = 3,         /* PyTorch compute_only */
+    PS_FORMAT_CSV_COMMS = 4,   /* PyTorch compute_comms (needs a lowered schedule) */
+    PS_FORMAT_TRACE = 5,       /* Chrome trace JSON (needs sim) */
+    PS_FORMAT_METRICS = 6      /* simulate --json metrics (needs sim) */
+} ps_format;
+
+/*
+ * Writes s (and the timeline of sim, which may be NULL for untimed formats) in format fmt.
+ * Returns 0, PS_EINVAL (bad arguments, a timed format without sim, csv-comms on a schedule
+ * that is not lowered), PS_ENOMEM or PS_EIO.
+ */
+PS_EXTERN int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_fn write,
+                        void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIPESCHED_H */

@@ -1,0 +1,123 @@
+/*
+ * Interleaved 1F1B, Megatron's rule (megatron/core/pipeline_parallel/schedules.py,
+ * get_pp_rank_microbatches and get_schedule_table).
+ *
+ * Loop placement, v chunks per rank. Micro-batches are taken in groups of G (the last group
+ * takes the remainder); within a group the forward order visits chunk 0 of every member,
+ * then chunk 1, ... The k-th backward takes the micro-batch of the k-th table entry and the
+ * mirrored chunk v-1-chunk. Rank r warms up with 2(p-r-1) + (v-1)G forwards (capped at m*v),
+ * then alternates F and B, then drains. With v = 1 Megatron uses the plain 1F1B warm-up
+ * p-r-1, and so do we.
+ *
+ * The same generator serves PyTorch's ScheduleInterleaved1F1B ("interleaved-rounds"): there
+ * the group is m / rounds with rounds = max(1, m // p), and the warm-up keeps the factor 2
+ * even for v = 1.
+ * SPDX-License-Identifier: MIT
+ */
+#include "schedules.h"
+
+#include <stdio.h>
+
+int ps__interleaved_check(const ps__params *p, char *why)
+{
+    if (p->v == 1)
+        return 0;
+    if (p->m < p->p) {
+        snprintf(why, PS__ERRLEN, "interleaved needs m >= pp when vpp > 1; got m=%d, pp=%d", p->m,
+                 p->p);
+        return -1;
+    }
+    if (p->group < p->p || p->group > p->m) {
+        snprintf(why, PS__ERRLEN,
+                 "interleaved needs pp <= group_size <= m; got group_size=%d, pp=%d, m=%d",
+                 p->group, p->p, p->m);
+        return -1;
+    }
+    int32_t rem = p->m % p->group;
+    if (rem > 0 && rem < p->p) {
+        snprintf(why, PS__ERRLEN,
+                 "interleaved needs m mod group_size to be 0 or >= pp (a smaller last group "
+                 "stalls the pipeline); got m=%d, group_size=%d, m mod group_size=%d, pp=%d",
+                 p->m, p->group, rem, p->p);
+        return -1;
+    }
+    return 0;
+}
+
+int ps__interleaved_rounds_check(const ps__params *p, char *why)
+{
+    int32_t rounds = p->m / p->p > 1 ? p->m / p->p : 1;
+    if (p->m % rounds) {
+        snprintf(why, PS__ERRLEN,
+                 "interleaved-rounds needs m to be a multiple of rounds = max(1, m // pp) = %d; "
+                 "got m=%d, pp=%d",
+                 rounds, p->m, p->p);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Forward k of rank r: group g = k / (G v) (the last group may be shorter), then within the
+ * group chunk = (k - start) / size and mb = group start + (k - start) % size.
+ */
+static inline void table_entry(int64_t k, int32_t m, int32_t v, int32_t G, int32_t *mb,
+                               int32_t *chunk)
+{
+    int64_t full = (int64_t)(m / G) * G * v; /* entries covered by full groups */
+    if (k < full) {
+        int64_t g = k / ((int64_t)G * v), in = k % ((int64_t)G * v);
+        *chunk = (int32_t)(in / G);
+        *mb = (int32_t)(g * G + in % G);
+    } else {
+        int32_t size = m % G;
+        int64_t in = k - full;
+        *chunk = (int32_t)(in / size);
+        *mb = (int32_t)((m / G) * G + in % size);
+    }
+}
+
+/* Shared body: warm-up count per rank given by warm_base + factor (p-r-1). */
+static void emit_interleaved(ps_schedule *s, const ps__params *p, int32_t G, int factor,
+                             int64_t warm_base)
+{
+    int64_t total = (int64_t)p->m * p->v;
+    for (int32_t r = 0; r < p->p; r++) {
+        int64_t warm = warm_base + (int64_t)factor * (p->p - r - 1);
+        if (warm > total)
+            warm = total;
+        int32_t mb, c;
+        for (int64_t k = 0; k < warm; k++) {
+            table_entry(k, p->m, p->v, G, &mb, &c);
+            ps__emit(s, r, PS_F, c * p->p + r, mb);
+        }
+        for (int64_t k = 0; k + warm < total; k++) {
+            table_entry(k + warm, p->m, p->v, G, &mb, &c);
+            ps__emit(s, r, PS_F, c * p->p + r, mb);
+            table_entry(k, p->m, p->v, G, &mb, &c);
+            ps__emit(s, r, PS_B, (p->v - 1 - c) * p->p + r, mb);
+        }
+        for (int64_t k = total - warm; k < total; k++) {
+            table_entry(k, p->m, p->v, G, &mb, &c);
+            ps__emit(s, r, PS_B, (p->v - 1 - c) * p->p + r, mb);
+        }
+    }
+}
+
+int ps__interleaved_generate(ps_schedule *s, const ps__params *p)
+{
+    if (p->v == 1) {
+        emit_interleaved(s, p, p->m, 1, 0);
+        return 0;
+    }
+    emit_interleaved(s, p, p->group, 2, (int64_t)(p->v - 1) * p->group);
+    return 0;
+}
+
+int ps__interleaved_rounds_generate(ps_schedule *s, const ps__params *p)
+{
+    int32_t rounds = p->m / p->p > 1 ? p->m / p->p : 1;
+    int32_t mpr = p->m / rounds;
+    emit_interleaved(s, p, mpr, 2, (int64_t)(p->v - 1) * mpr);
+    return 0;
+}

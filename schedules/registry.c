@@ -1,0 +1,187 @@
+/*
+ * The registry of schedule families and the generation driver: limits, the family's own
+ * parameter check, placement and paths, then the family's generator.
+ * SPDX-License-Identifier: MIT
+ */
+#include "schedules.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ROW(n, name, aliases, desc, cons, place, vpp, units)                                  \
+    {name, aliases, desc, cons, place, vpp, units, ps__##n##_check, ps__##n##_generate}
+
+const ps__family ps__families[] = {
+    ROW(gpipe, "gpipe", "GPipe,ScheduleGPipe,fill-drain", "all forwards, then all backwards",
+        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 2),
+    ROW(1f1b, "1f1b", "1F1B,Schedule1F1B,pipedream-flush",
+        "one-forward-one-backward after a warm-up of min(p-r-1, m) forwards",
+        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 2),
+    ROW(interleaved, "interleaved",
+        "Interleaved1F1B,ScheduleInterleaved1F1B,megatron-interleaved,vpp",
+        "Megatron interleaved 1F1B: loop placement, warm-up 2(p-r-1)+(v-1)G",
+        "vpp > 1 needs pp <= group_size <= m and m mod group_size = 0 or >= pp "
+        "(group_size defaults to pp); vpp = 1 is 1F1B",
+        PS__PLACE_LOOP, 0, 2),
+    ROW(interleaved_rounds, "interleaved-rounds", "pytorch-interleaved,flexible-interleaved",
+        "PyTorch's relaxed interleaved 1F1B: rounds = max(1, m//p), warm-up "
+        "(v-1)(m/rounds)+2(p-r-1)",
+        "m mod max(1, m // pp) = 0", PS__PLACE_LOOP, 0, 2),
+    ROW(looped_bfs, "looped-bfs", "LoopedBFS,ScheduleLoopedBFS,bfs",
+        "breadth-first: all forwards of each local stage in turn, then backwards in reverse",
+        "any vpp >= 1, m >= 1", PS__PLACE_LOOP, 0, 2),
+};
+
+const size_t ps__nfamilies = sizeof ps__families / sizeof ps__families[0];
+
+size_t ps_family_count(void) { return ps__nfamilies; }
+
+static void fill_info(size_t i, ps_family_info *out)
+{
+    static const char *const place[] = {"loop", "v", "bidirectional", "custom"};
+    const ps__family *f = &ps__families[i];
+    out->name = f->name;
+    out->aliases = f->aliases;
+    out->description = f->description;
+    out->constraints = f->constraints;
+    out->placement = place[f->placement];
+}
+
+int ps_family_get(size_t i, ps_family_info *out)
+{
+    if (i >= ps__nfamilies || !out)
+        return PS_EINVAL;
+    fill_info(i, out);
+    return 0;
+}
+
+/* Case-insensitive comparison where '-' and '_' are the same character. */
+static int name_eq(const char *a, size_t an, const char *b)
+{
+    size_t bn = strlen(b);
+    if (an != bn)
+        return 0;
+    for (size_t i = 0; i < an; i++) {
+        int x = tolower((unsigned char)a[i]), y = tolower((unsigned char)b[i]);
+        if (x == '_')
+            x = '-';
+        if (y == '_')
+            y = '-';
+        if (x != y)
+            return 0;
+    }
+    return 1;
+}
+
+int ps_family_lookup(const char *name, ps_family_info *out)
+{
+    if (!name)
+        return PS_EINVAL;
+    for (size_t i = 0; i < ps__nfamilies; i++) {
+        const ps__family *f = &ps__families[i];
+        int hit = name_eq(name, strlen(name), f->name);
+        for (const char *a = f->aliases; !hit && *a;) {
+            const char *e = strchr(a, ',');
+            size_t n = e ? (size_t)(e - a) : strlen(a);
+            char tmp[64];
+            if (n < sizeof tmp) {
+                memcpy(tmp, a, n);
+                tmp[n] = 0;
+                hit = name_eq(name, strlen(name), tmp);
+            }
+            a += n + (e ? 1 : 0);
+        }
+        if (hit) {
+            if (out)
+                fill_info(i, out);
+            return (int)i;
+        }
+    }
+    return PS_ENOTFOUND;
+}
+
+static int32_t place_stage(int placement, int32_t s, int32_t p)
+{
+    switch (placement) {
+    case PS__PLACE_V: /* zig-zag: even chunks go down, odd chunks come back up */
+        return (s / p) % 2 == 0 ? s % p : p - 1 - s % p;
+    case PS__PLACE_BIDIR:
+        return s < p ? s : p - 1 - (s - p);
+    default:
+        return s % p;
+    }
+}
+
+int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
+{
+    if (!s)
+        return PS_EINVAL;
+    if (!pb)
+        return ps__seterr(s->err, PS_EINVAL, "no problem given");
+    const ps__family *f = &ps__families[pb->family];
+    ps__params p;
+    long long v = pb->vpp ? pb->vpp : (f->fixed_vpp ? f->fixed_vpp : 1);
+    if (f->fixed_vpp && v != f->fixed_vpp)
+        return ps__seterr(s->err, PS_EUNSUPPORTED, "%s needs vpp = %d; got vpp=%lld", f->name,
+                          f->fixed_vpp, v);
+    if (pb->pp < 1 || pb->pp > PS_MAX_PP)
+        return ps__seterr(s->err, PS_ERANGE, "pp must be in [1, %d]; got %lld", PS_MAX_PP, pb->pp);
+    if (v < 1 || v > PS_MAX_VPP)
+        return ps__seterr(s->err, PS_ERANGE, "vpp must be in [1, %d]; got %lld", PS_MAX_VPP, v);
+    if (pb->m < 1 || pb->m > PS_MAX_MICROBATCHES)
+        return ps__seterr(s->err, PS_ERANGE, "microbatches must be in [1, %d]; got %lld",
+                          PS_MAX_MICROBATCHES, pb->m);
+    int copies = f->placement == PS__PLACE_BIDIR ? 2 : 1;
+    long long nstages = pb->pp * v * copies;
+    if (nstages > PS_MAX_STAGES)
+        return ps__seterr(s->err, PS_ERANGE, "pp * vpp%s = %lld stages exceeds the limit %d",
+                          copies > 1 ? " * 2" : "", nstages, PS_MAX_STAGES);
+    long long actions = nstages / copies * pb->m * f->units;
+    if (actions > PS_MAX_ACTIONS)
+        return ps__seterr(s->err, PS_ERANGE,
+                          "pp=%lld, vpp=%lld, m=%lld needs up to %lld actions; the limit is %lld",
+                          pb->pp, v, pb->m, actions, PS_MAX_ACTIONS);
+    p.p = (int32_t)pb->pp;
+    p.v = (int32_t)v;
+    p.m = (int32_t)pb->m;
+    p.group = (int32_t)(pb->group ? pb->group : pb->pp);
+    p.pb = pb;
+    if (f->check(&p, s->err))
+        return PS_EUNSUPPORTED;
+
+    int rc = ps__schedule_alloc(s, p.p, (int32_t)nstages, p.m, copies,
+                                NULL, (int64_t)p.v * p.m * f->units, (int32_t)nstages);
+    if (rc)
+        return rc;
+    s->family = pb->family;
+    s->placement = f->placement;
+    s->param_copies = copies;
+    s->group = (p.v > 1 && strcmp(f->name, "interleaved") == 0) ? p.group : 0;
+    for (int32_t i = 0; i < s->nstages; i++)
+        s->stage_rank[i] = place_stage(f->placement, i, p.p);
+    if (copies == 1) {
+        ps__schedule_single_path(s);
+    } else {
+        /* Copy 0: stages 0..p-1 for the first half of the micro-batches; copy 1: stages
+         * p..2p-1 (stage p+s on rank p-1-s) for the rest. */
+        for (int32_t i = 0; i < s->nstages; i++)
+            s->path_stages[i] = i;
+        s->path_off[0] = 0;
+        s->path_off[1] = p.p;
+        s->path_off[2] = 2 * p.p;
+        s->path_len[0] = s->path_len[1] = p.p;
+        s->path_mb0[0] = 0;
+        s->path_mbn[0] = p.m / 2;
+        s->path_mb0[1] = p.m / 2;
+        s->path_mbn[1] = p.m - p.m / 2;
+        ps__schedule_index_paths(s);
+    }
+    rc = f->generate(s, &p);
+    if (rc) {
+        ps__schedule_clear(s);
+        return rc;
+    }
+    s->err[0] = 0;
+    return 0;
+}

@@ -1,0 +1,599 @@
+/*
+ * pipesched — command-line front end of libpipesched.
+ *
+ *   pipesched list | generate | simulate | check FILE.csv | demo | help [COMMAND]
+ *
+ * Exit status: 0 ok, 1 the schedule failed validation (or deadlocks), 2 usage or input
+ * error, 3 internal error (out of memory, output failure).
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONFIG_LIMIT (64u << 20)
+#define CSV_LIMIT (1u << 30)
+
+typedef struct opts {
+    const char *schedule, *config, *costs, *format, *output, *trace;
+    long long pp, vpp, m, group;
+    int timed, json, help;
+    const char *file; /* check */
+} opts;
+
+static const char common_help[] =
+    "  -s, --schedule NAME     schedule family or alias (see `pipesched list`)\n"
+    "  -p, --pp N              pipeline ranks\n"
+    "  -v, --vpp N             chunks (virtual stages) per rank\n"
+    "  -m, --microbatches N    micro-batches per iteration\n"
+    "      --group-size N      interleaved micro-batch group size (default pp)\n"
+    "      --costs SPEC        per-chunk costs, e.g. f=1,b=1,w=1,c=0 (fb = fused pair)\n"
+    "      --config FILE       JSON configuration (docs/config.md); flags override it\n"
+    "  -o, --output FILE       write the output to FILE instead of stdout\n"
+    "  -h, --help              this help\n";
+
+static void usage_main(FILE *f)
+{
+    fprintf(f, "usage: pipesched COMMAND [OPTIONS]\n\n"
+               "Pipeline-parallel schedule engine: generate, validate and simulate schedules.\n\n"
+               "commands:\n"
+               "  list                 schedule families, aliases and constraints\n"
+               "  generate             print a schedule (table, JSON, PyTorch CSV)\n"
+               "  simulate             simulate a schedule: makespan, bubbles, memory\n"
+               "  check FILE.csv       validate and simulate a PyTorch-style CSV table\n"
+               "  demo                 a short tour\n"
+               "  help [COMMAND]       help on a command\n\n"
+               "exit status: 0 ok, 1 invalid schedule, 2 usage or input error, 3 internal "
+               "error\n");
+}
+
+static void usage_cmd(FILE *f, const char *cmd)
+{
+    if (!strcmp(cmd, "list")) {
+        fprintf(f, "usage: pipesched list [--json]\n\nLists the schedule families with their "
+                   "aliases (case-insensitive,\nPyTorch class names accepted), placement and "
+                   "constraints.\n");
+    } else if (!strcmp(cmd, "generate")) {
+        fprintf(f, "usage: pipesched generate [OPTIONS]\n\nGenerates and validates a schedule "
+                   "and prints it.\n\n%s"
+                   "  -f, --format FMT        table (default), json, csv, csv-comms\n"
+                   "      --timed             table with one column per time unit "
+                   "(simulates)\n",
+                common_help);
+    } else if (!strcmp(cmd, "simulate")) {
+        fprintf(f, "usage: pipesched simulate [OPTIONS]\n\nGenerates, validates and simulates "
+                   "a schedule; prints its metrics.\n\n%s"
+                   "      --json              metrics as JSON\n"
+                   "  -f, --format FMT        also print the timed schedule: table or json\n"
+                   "      --trace FILE        write a Chrome/Perfetto trace "
+                   "(1 cost unit = 1 ms)\n",
+                common_help);
+    } else if (!strcmp(cmd, "check")) {
+        fprintf(f, "usage: pipesched check FILE.csv [OPTIONS]\n\nValidates a PyTorch-style "
+                   "CSV schedule (compute_only or compute_comms, one row\nper rank) and "
+                   "simulates it. pp, stages and micro-batches are inferred from\nthe file; "
+                   "-m sets the micro-batch count explicitly.\n\n%s"
+                   "      --json              metrics as JSON\n"
+                   "  -f, --format FMT        also print the schedule: table, json, csv, "
+                   "csv-comms\n"
+                   "      --trace FILE        write a Chrome/Perfetto trace\n",
+                common_help);
+    } else if (!strcmp(cmd, "demo")) {
+        fprintf(f, "usage: pipesched demo\n\nShows 1F1B and interleaved 1F1B on 4 ranks, timed, "
+                   "with their metrics.\n");
+    } else {
+        usage_main(f);
+    }
+}
+
+static int parse_opts(int argc, char **argv, opts *o, int want_file)
+{
+    static const struct option longopts[] = {
+        {"schedule", required_argument, NULL, 's'},
+        {"pp", required_argument, NULL, 'p'},
+        {"vpp", required_argument, NULL, 'v'},
+        {"microbatches", required_argument, NULL, 'm'},
+        {"group-size", required_argument, NULL, 'G'},
+        {"costs", required_argument, NULL, 'c'},
+        {"config", required_argument, NULL, 'C'},
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"trace", required_argument, NULL, 'T'},
+        {"timed", no_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->pp = o->vpp = o->m = o->group = -1;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":s:p:v:m:f:o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            o->schedule = optarg;
+            break;
+        case 'p':
+            if (cli_parse_int("--pp", optarg, 1, PS_MAX_PP, &o->pp))
+                return -1;
+            break;
+        case 'v':
+            if (cli_parse_int("--vpp", optarg, 1, PS_MAX_VPP, &o->vpp))
+                return -1;
+            break;
+        case 'm':
+            if (cli_parse_int("--microbatches", optarg, 1, PS_MAX_MICROBATCHES, &o->m))
+                return -1;
+            break;
+        case 'G':
+            if (cli_parse_int("--group-size", optarg, 1, PS_MAX_MICROBATCHES, &o->group))
+                return -1;
+            break;
+        case 'c':
+            o->costs = optarg;
+            break;
+        case 'C':
+            o->config = optarg;
+            break;
+        case 'f':
+            o->format = optarg;
+            break;
+        case 'o':
+            o->output = optarg;
+            break;
+        case 'T':
+            o->trace = optarg;
+            break;
+        case 't':
+            o->timed = 1;
+            break;
+        case 'j':
+            o->json = 1;
+            break;
+        case 'h':
+            o->help = 1;
+            break;
+        case ':':
+            fprintf(stderr, "pipesched: %s needs a value\n", argv[optind - 1]);
+            return -1;
+        default:
+            if (optopt)
+                fprintf(stderr, "pipesched: unknown option -%c\n", optopt);
+            else
+                fprintf(stderr, "pipesched: unknown option %s\n", argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (want_file && optind < argc)
+        o->file = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "pipesched: unexpected argument \"%s\"\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+/* Builds the problem: defaults, then the config file, then the flags. */
+static int build_problem(const opts *o, ps_problem **out)
+{
+    ps_problem *pb;
+    int rc = ps_problem_new(&pb, NULL);
+    if (rc) {
+        fprintf(stderr, "pipesched: %s\n", ps_strerror(rc));
+        return rc;
+    }
+    if (o->config) {
+        char *text;
+        size_t len;
+        if (cli_read_file(o->config, CONFIG_LIMIT, &text, &len)) {
+            ps_problem_free(pb);
+            return PS_EINVAL;
+        }
+        rc = ps_problem_load_json(pb, text, len);
+        free(text);
+        if (rc) {
+            fprintf(stderr, "pipesched: %s: %s\n", o->config, ps_problem_last_error(pb));
+            ps_problem_free(pb);
+            return rc;
+        }
+    }
+    if (o->schedule && (rc = ps_problem_set_schedule(pb, o->schedule)))
+        goto fail;
+    if (o->pp > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_PP, o->pp)))
+        goto fail;
+    if (o->vpp > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_VPP, o->vpp)))
+        goto fail;
+    if (o->m > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, o->m)))
+        goto fail;
+    if (o->group > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_GROUP_SIZE, o->group)))
+        goto fail;
+    if (o->costs && (rc = ps_problem_set_costs_string(pb, o->costs)))
+        goto fail;
+    *out = pb;
+    return 0;
+fail:
+    fprintf(stderr, "pipesched: %s\n", ps_problem_last_error(pb));
+    ps_problem_free(pb);
+    return rc;
+}
+
+static int parse_format(const char *name, ps_format *fmt)
+{
+    static const struct {
+        const char *name;
+        ps_format fmt;
+    } tab[] = {{"table", PS_FORMAT_TABLE},
+               {"json", PS_FORMAT_JSON},
+               {"csv", PS_FORMAT_CSV},
+               {"csv-comms", PS_FORMAT_CSV_COMMS}};
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        if (!strcmp(name, tab[i].name)) {
+            *fmt = tab[i].fmt;
+            return 0;
+        }
+    fprintf(stderr, "pipesched: unknown format \"%s\" (table, json, csv, csv-comms)\n", name);
+    return -1;
+}
+
+/* Writes through ps_export to path (NULL = stdout). */
+static int emit(const ps_schedule *s, const ps_sim *sim, ps_format fmt, const char *path)
+{
+    FILE *f = path ? fopen(path, "wb") : stdout;
+    if (!f) {
+        fprintf(stderr, "pipesched: cannot write %s\n", path);
+        return EXIT_USAGE;
+    }
+    int rc = ps_export(s, sim, fmt, cli_write_file, f);
+    int cerr = path ? fclose(f) : fflush(f);
+    if (rc || cerr) {
+        fprintf(stderr, "pipesched: writing %s failed: %s\n", path ? path : "stdout",
+                rc ? ps_strerror(rc) : "I/O error");
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
+}
+
+static void print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim)
+{
+    ps_metrics m;
+    ps_sim_metrics(sim, &m);
+    fprintf(f, "schedule %s: pp=%d vpp=%d stages=%d microbatches=%d actions=%zu\n",
+            ps_schedule_family(s), ps_schedule_pp(s), ps_schedule_vpp(s),
+            ps_schedule_num_stages(s), ps_schedule_microbatches(s), ps_schedule_total_actions(s));
+    fprintf(f, "makespan %g  bubble %g  bubble_ratio %.4f\n", m.makespan, m.bubble,
+            m.bubble_ratio);
+    fprintf(f, "%6s %12s %12s %12s %8s %7s\n", "rank", "busy", "span", "idle", "peak_act",
+            "params");
+    for (int r = 0; r < ps_schedule_pp(s); r++) {
+        ps_rank_metrics rm;
+        ps_sim_rank_metrics(sim, r, &rm);
+        fprintf(f, "%6d %12g %12g %12g %8lld %7d\n", r, rm.busy, rm.span, rm.idle,
+                (long long)rm.peak_activations, rm.param_copies);
+    }
+}
+
+static int report(const char *what, int rc, const char *msg)
+{
+    fprintf(stderr, "pipesched: %s: %s\n", what, msg && *msg ? msg : ps_strerror(rc));
+    return cli_exit_code(rc);
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    opts o;
+    if (parse_opts(argc, argv, &o, 0))
+        return EXIT_USAGE;
+    if (o.help) {
+        usage_cmd(stdout, "list");
+        return EXIT_OK;
+    }
+    size_t n = ps_family_count();
+    if (o.json) {
+        printf("[");
+        for (size_t i = 0; i < n; i++) {
+            ps_family_info fi;
+            ps_family_get(i, &fi);
+            printf("%s\n{\"name\":\"%s\",\"aliases\":\"%s\",\"placement\":\"%s\","
+                   "\"description\":\"%s\",\"constraints\":\"%s\"}",
+                   i ? "," : "", fi.name, fi.aliases, fi.placement, fi.description,
+                   fi.constraints);
+        }
+        printf("\n]\n");
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ps_family_info fi;
+        ps_family_get(i, &fi);
+        printf("%-20s %s\n", fi.name, fi.description);
+        printf("%-20s aliases: %s\n", "", fi.aliases);
+        printf("%-20s placement: %s; constraints: %s\n\n", "", fi.placement, fi.constraints);
+    }
+    return EXIT_OK;
+}
+
+/* Generate + validate into *out. */
+static int make_schedule(const ps_problem *pb, ps_schedule **out)
+{
+    ps_schedule *s;
+    int rc = ps_schedule_new(&s, NULL);
+    if (rc)
+        return report("schedule", rc, NULL);
+    rc = ps_schedule_generate(s, pb);
+    if (rc) {
+        int ex = report(ps_problem_schedule(pb), rc, ps_schedule_last_error(s));
+        ps_schedule_free(s);
+        return ex;
+    }
+    rc = ps_schedule_validate(s);
+    if (rc) {
+        int ex = report("validation", rc, ps_schedule_last_error(s));
+        ps_schedule_free(s);
+        return ex;
+    }
+    *out = s;
+    return EXIT_OK;
+}
+
+static int run_sim(const ps_schedule *s, const ps_problem *pb, ps_sim **out)
+{
+    ps_sim *sim;
+    int rc = ps_sim_new(&sim, NULL);
+    if (rc)
+        return report("simulate", rc, NULL);
+    rc = ps_sim_run(sim, s, pb);
+    if (rc) {
+        int ex = report("simulate", rc, ps_sim_last_error(sim));
+        ps_sim_free(sim);
+        return ex;
+    }
+    *out = sim;
+    return EXIT_OK;
+}
+
+static int cmd_generate(int argc, char **argv)
+{
+    opts o;
+    ps_format fmt = PS_FORMAT_TABLE;
+    if (parse_opts(argc, argv, &o, 0))
+        return EXIT_USAGE;
+    if (o.help) {
+        usage_cmd(stdout, "generate");
+        return EXIT_OK;
+    }
+    if (o.format && parse_format(o.format, &fmt))
+        return EXIT_USAGE;
+    ps_problem *pb = NULL;
+    ps_schedule *s = NULL;
+    ps_sim *sim = NULL;
+    int rc = build_problem(&o, &pb);
+    if (rc)
+        return cli_exit_code(rc);
+    int ex = make_schedule(pb, &s);
+    if (ex)
+        goto out;
+    if (fmt == PS_FORMAT_CSV_COMMS && (rc = ps_schedule_lower(s))) {
+        ex = report("lower", rc, ps_schedule_last_error(s));
+        goto out;
+    }
+    if (o.timed) {
+        if ((ex = run_sim(s, pb, &sim)))
+            goto out;
+        if (fmt == PS_FORMAT_TABLE)
+            fmt = PS_FORMAT_TABLE_TIMED;
+    }
+    ex = emit(s, sim, fmt, o.output);
+out:
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return ex;
+}
+
+static int sim_outputs(const opts *o, const ps_schedule *s, const ps_sim *sim, int has_fmt,
+                       ps_format fmt)
+{
+    int ex = EXIT_OK;
+    if (o->trace && (ex = emit(s, sim, PS_FORMAT_TRACE, o->trace)))
+        return ex;
+    if (has_fmt)
+        return emit(s, sim, fmt == PS_FORMAT_TABLE ? PS_FORMAT_TABLE_TIMED : fmt, o->output);
+    if (o->json)
+        return emit(s, sim, PS_FORMAT_METRICS, o->output);
+    FILE *f = o->output ? fopen(o->output, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+        return EXIT_USAGE;
+    }
+    print_metrics(f, s, sim);
+    if (o->output && fclose(f)) {
+        fprintf(stderr, "pipesched: writing %s failed\n", o->output);
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
+}
+
+static int cmd_simulate(int argc, char **argv)
+{
+    opts o;
+    ps_format fmt = PS_FORMAT_TABLE;
+    if (parse_opts(argc, argv, &o, 0))
+        return EXIT_USAGE;
+    if (o.help) {
+        usage_cmd(stdout, "simulate");
+        return EXIT_OK;
+    }
+    if (o.format && parse_format(o.format, &fmt))
+        return EXIT_USAGE;
+    if (o.format && (fmt == PS_FORMAT_CSV || fmt == PS_FORMAT_CSV_COMMS)) {
+        fprintf(stderr, "pipesched: simulate prints table or json; use generate for CSV\n");
+        return EXIT_USAGE;
+    }
+    ps_problem *pb = NULL;
+    ps_schedule *s = NULL;
+    ps_sim *sim = NULL;
+    int rc = build_problem(&o, &pb);
+    if (rc)
+        return cli_exit_code(rc);
+    int ex = make_schedule(pb, &s);
+    if (!ex)
+        ex = run_sim(s, pb, &sim);
+    if (!ex)
+        ex = sim_outputs(&o, s, sim, o.format != NULL, fmt);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return ex;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    opts o;
+    ps_format fmt = PS_FORMAT_TABLE;
+    if (parse_opts(argc, argv, &o, 1))
+        return EXIT_USAGE;
+    if (o.help) {
+        usage_cmd(stdout, "check");
+        return EXIT_OK;
+    }
+    if (!o.file) {
+        fprintf(stderr, "pipesched: check needs a CSV file (try pipesched check --help)\n");
+        return EXIT_USAGE;
+    }
+    if (o.format && parse_format(o.format, &fmt))
+        return EXIT_USAGE;
+    if (o.schedule || o.pp > 0 || o.vpp > 0 || o.group > 0) {
+        fprintf(stderr, "pipesched: check infers the schedule, pp and vpp from the file; only "
+                        "-m, --costs and --config apply\n");
+        return EXIT_USAGE;
+    }
+    ps_problem *pb = NULL;
+    ps_schedule *s = NULL;
+    ps_sim *sim = NULL;
+    char *text = NULL;
+    size_t len;
+    int ex = EXIT_OK, rc = build_problem(&o, &pb);
+    if (rc)
+        return cli_exit_code(rc);
+    if (cli_read_file(o.file, CSV_LIMIT, &text, &len)) {
+        ex = EXIT_USAGE;
+        goto out;
+    }
+    if ((rc = ps_schedule_new(&s, NULL))) {
+        ex = report("check", rc, NULL);
+        goto out;
+    }
+    rc = ps_schedule_load_csv(s, text, len, PS_CSV_AUTO, o.m > 0 ? (int)o.m : 0);
+    if (rc) {
+        fprintf(stderr, "pipesched: %s: %s\n", o.file, ps_schedule_last_error(s));
+        ex = cli_exit_code(rc);
+        goto out;
+    }
+    rc = ps_schedule_validate(s);
+    if (rc) {
+        fprintf(stderr, "pipesched: %s: %s\n", o.file, ps_schedule_last_error(s));
+        ex = cli_exit_code(rc);
+        goto out;
+    }
+    if (fmt == PS_FORMAT_CSV_COMMS && (rc = ps_schedule_lower(s))) {
+        ex = report("lower", rc, ps_schedule_last_error(s));
+        goto out;
+    }
+    if ((ex = run_sim(s, pb, &sim)))
+        goto out;
+    if (!o.format && !o.json)
+        fprintf(stderr, "%s: valid\n", o.file);
+    if (o.format && (fmt == PS_FORMAT_CSV || fmt == PS_FORMAT_CSV_COMMS))
+        ex = emit(s, sim, fmt, o.output);
+    else
+        ex = sim_outputs(&o, s, sim, o.format != NULL, fmt);
+out:
+    free(text);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return ex;
+}
+
+static int demo_one(const char *family, int pp, int vpp, int m)
+{
+    ps_problem *pb = NULL;
+    ps_schedule *s = NULL;
+    ps_sim *sim = NULL;
+    int ex = EXIT_INTERNAL;
+    if (ps_problem_new(&pb, NULL) || ps_problem_set_schedule(pb, family) ||
+        ps_problem_set_int(pb, PS_PARAM_PP, pp) || ps_problem_set_int(pb, PS_PARAM_VPP, vpp) ||
+        ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, m))
+        goto out;
+    if ((ex = make_schedule(pb, &s)) || (ex = run_sim(s, pb, &sim)))
+        goto out;
+    printf("== %s, pp=%d vpp=%d m=%d, f=b=w=1 (per chunk), c=0\n", family, pp, vpp, m);
+    if ((ex = emit(s, sim, PS_FORMAT_TABLE_TIMED, NULL)))
+        goto out;
+    print_metrics(stdout, s, sim);
+    printf("\n");
+out:
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return ex;
+}
+
+static int cmd_demo(int argc, char **argv)
+{
+    opts o;
+    if (parse_opts(argc, argv, &o, 0))
+        return EXIT_USAGE;
+    if (o.help) {
+        usage_cmd(stdout, "demo");
+        return EXIT_OK;
+    }
+    printf("pipesched demo: the same 4-rank pipeline with 8 micro-batches, three ways.\n"
+           "Each row is a rank; each column one time unit; '+' continues an action; '.' is a "
+           "bubble.\n\n");
+    int ex = demo_one("gpipe", 4, 1, 8);
+    if (!ex)
+        ex = demo_one("1f1b", 4, 1, 8);
+    if (!ex)
+        ex = demo_one("interleaved", 4, 2, 8);
+    if (!ex)
+        printf("1F1B matches GPipe's bubble with %s of its activation memory on rank 0; "
+               "interleaving\nhalves the bubble in stage time at the price of more "
+               "in-flight chunks.\n",
+               "half");
+    return ex;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage_main(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+        usage_main(stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "help")) {
+        usage_cmd(stdout, argc > 2 ? argv[2] : "");
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("pipesched %d.%d.%d\n", PS_VERSION_MAJOR, PS_VERSION_MINOR, PS_VERSION_PATCH);
+        return EXIT_OK;
+    }
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } cmds[] = {{"list", cmd_list},         {"generate", cmd_generate}, {"simulate", cmd_simulate},
+                {"check", cmd_check},       {"demo", cmd_demo}};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(cmd, cmds[i].name))
+            return cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "pipesched: unknown command \"%s\"\n\n", cmd);
+    usage_main(stderr);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,446 @@
+/*
+ * Exporters: text table (by step or by time), schedule JSON, PyTorch CSV (compute_only and
+ * compute_comms), Chrome trace and metrics JSON. Output is streamed through the caller's
+ * write callback in 64 KiB pieces, so even a schedule of millions of actions needs no large
+ * buffer and nothing is cut.
+ * SPDX-License-Identifier: MIT
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct out {
+    ps_write_fn write;
+    void *ud;
+    int failed;
+    size_t n;
+    char buf[65536];
+} out;
+
+static void flush(out *o)
+{
+    if (o->n && !o->failed && o->write(o->ud, o->buf, o->n))
+        o->failed = 1;
+    o->n = 0;
+}
+
+static void put(out *o, const char *s, size_t n)
+{
+    while (n) {
+        if (o->n == sizeof o->buf)
+            flush(o);
+        size_t k = sizeof o->buf - o->n;
+        if (k > n)
+            k = n;
+        memcpy(o->buf + o->n, s, k);
+        o->n += k;
+        s += k;
+        n -= k;
+    }
+}
+
+static void puts_(out *o, const char *s)
+{
+    put(o, s, strlen(s));
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void putf(out *o, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    put(o, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Shortest decimal form that reads back as the same double. */
+static void put_num(out *o, double v)
+{
+    char tmp[40];
+    if (!isfinite(v)) {
+        puts_(o, "null");
+        return;
+    }
+    if (v == 0)
+        v = 0; /* no "-0" */
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+        double back;
+        if (sscanf(tmp, "%lf", &back) == 1 && back == v)
+            break;
+    }
+    puts_(o, tmp);
+}
+
+static void put_json_str(out *o, const char *s)
+{
+    put(o, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            putf(o, "\\%c", c);
+        else if (c < 0x20)
+            putf(o, "\\u%04x", c);
+        else
+            put(o, s, 1);
+    }
+    put(o, "\"", 1);
+}
+
+/* ---- text tables ---------------------------------------------------------------------- */
+
+static size_t max_label(const ps_schedule *s, const ps_action *acts, const int64_t *off,
+                        const int64_t *len)
+{
+    size_t w = 1;
+    char name[96];
+    for (int32_t r = 0; r < s->pp; r++)
+        for (int64_t i = 0; i < len[r]; i++) {
+            ps__action_str(&acts[off[r] + i], name, sizeof name);
+            size_t n = strlen(name);
+            if (n > w)
+                w = n;
+        }
+    return w;
+}
+
+static void put_cell(out *o, const char *label, size_t width)
+{
+    size_t n = strlen(label);
+    put(o, " ", 1);
+    put(o, label, n);
+    for (; n < width; n++)
+        put(o, " ", 1);
+}
+
+static void export_table(out *o, const ps_schedule *s)
+{
+    const ps_action *acts = s->lowered ? s->lacts : s->acts;
+    const int64_t *off = s->lowered ? s->loff : s->off, *len = s->lowered ? s->llen : s->len;
+    size_t w = max_label(s, acts, off, len);
+    int rw = snprintf(NULL, 0, "%d", s->pp - 1);
+    char name[96];
+    for (int32_t r = 0; r < s->pp; r++) {
+        putf(o, "rank %*d |", rw, r);
+        for (int64_t i = 0; i < len[r]; i++) {
+            ps__action_str(&acts[off[r] + i], name, sizeof name);
+            put_cell(o, name, w);
+        }
+        puts_(o, "\n");
+    }
+}
+
+/*
+ * One column per time unit; the unit is the shortest positive action duration, so every
+ * action gets at least one column. An action's first column shows its name, the following
+ * ones "+"; idle columns show ".".
+ */
+static void export_timed(out *o, const ps_schedule *s, const ps_sim *sim)
+{
+    double unit = 0;
+    ps_metrics met;
+    ps_sim_metrics(sim, &met);
+    for (int32_t r = 0; r < s->pp; r++) {
+        const double *st = ps_sim_starts(sim, r), *en = ps_sim_ends(sim, r);
+        for (int64_t i = 0; i < s->len[r]; i++) {
+            double d = en[i] - st[i];
+            if (d > 0 && (unit == 0 || d < unit))
+                unit = d;
+        }
+    }
+    if (unit == 0)
+        unit = 1;
+    size_t w = max_label(s, s->acts, s->off, s->len);
+    int rw = snprintf(NULL, 0, "%d", s->pp - 1);
+    putf(o, "# one column = ");
+    put_num(o, unit);
+    puts_(o, " time units; \"+\" continues the action to its left, \".\" is idle; makespan ");
+    put_num(o, met.makespan);
+    puts_(o, "\n");
+    char name[96];
+    for (int32_t r = 0; r < s->pp; r++) {
+        const double *st = ps_sim_starts(sim, r), *en = ps_sim_ends(sim, r);
+        putf(o, "rank %*d |", rw, r);
+        int64_t col = 0;
+        for (int64_t i = 0; i < s->len[r]; i++) {
+            int64_t c0 = (int64_t)floor(st[i] / unit + 1e-9);
+            int64_t c1 = (int64_t)ceil(en[i] / unit - 1e-9);
+            for (; col < c0; col++)
+                put_cell(o, ".", w);
+            ps__action_str(&s->acts[s->off[r] + i], name, sizeof name);
+            if (col < c1 || c1 == c0) {
+                put_cell(o, name, w);
+                col++;
+            }
+            for (; col < c1; col++)
+                put_cell(o, "+", w);
+        }
+        puts_(o, "\n");
+    }
+}
+
+/* ---- JSON ----------------------------------------------------------------------------- */
+
+static void put_action_json(out *o, const ps_action *a, const double *st, const double *en)
+{
+    if (a->kind == PS_FB) {
+        putf(o, "{\"op\":\"FB\",\"f\":{\"stage\":%d,\"mb\":%d},\"b\":{\"op\":\"%s\",\"stage\":%d,"
+                "\"mb\":%d}",
+             a->stage, a->mb, ps_kind_name(a->bkind), a->bstage, a->bmb);
+    } else if (a->kind >= PS_SEND_F) {
+        putf(o, "{\"op\":\"%s\",\"stage\":%d,\"mb\":%d,\"peer\":%d", ps_kind_name(a->kind),
+             a->stage, a->mb, a->bstage);
+    } else {
+        putf(o, "{\"op\":\"%s\",\"stage\":%d,\"mb\":%d", ps_kind_name(a->kind), a->stage, a->mb);
+    }
+    if (st) {
+        puts_(o, ",\"start\":");
+        put_num(o, *st);
+        puts_(o, ",\"end\":");
+        put_num(o, *en);
+    }
+    puts_(o, "}");
+}
+
+static void put_metrics_body(out *o, const ps_schedule *s, const ps_sim *sim)
+{
+    ps_metrics m;
+    ps_sim_metrics(sim, &m);
+    puts_(o, "\"makespan\":");
+    put_num(o, m.makespan);
+    puts_(o, ",\"bubble\":");
+    put_num(o, m.bubble);
+    puts_(o, ",\"bubble_ratio\":");
+    put_num(o, m.bubble_ratio);
+    puts_(o, ",\"ranks\":[");
+    for (int32_t r = 0; r < s->pp; r++) {
+        ps_rank_metrics rm;
+        ps_sim_rank_metrics(sim, r, &rm);
+        putf(o, "%s{\"rank\":%d,\"busy\":", r ? "," : "", r);
+        put_num(o, rm.busy);
+        puts_(o, ",\"span\":");
+        put_num(o, rm.span);
+        puts_(o, ",\"idle\":");
+        put_num(o, rm.idle);
+        putf(o, ",\"peak_activations\":%lld,\"param_copies\":%d}", (long long)rm.peak_activations,
+             rm.param_copies);
+    }
+    puts_(o, "]");
+}
+
+static void put_header_json(out *o, const ps_schedule *s)
+{
+    puts_(o, "{\"schedule\":");
+    put_json_str(o, ps_schedule_family(s));
+    putf(o, ",\"pp\":%d,\"vpp\":%d,\"stages\":%d,\"microbatches\":%d", s->pp, ps_schedule_vpp(s),
+         s->nstages, s->m);
+    if (s->group)
+        putf(o, ",\"group_size\":%d", s->group);
+}
+
+static void export_json(out *o, const ps_schedule *s, const ps_sim *sim)
+{
+    put_header_json(o, s);
+    puts_(o, ",\"placement\":[");
+    for (int32_t i = 0; i < s->nstages; i++)
+        putf(o, "%s%d", i ? "," : "", s->stage_rank[i]);
+    puts_(o, "]");
+    if (s->npaths > 1) {
+        puts_(o, ",\"paths\":[");
+        for (int32_t k = 0; k < s->npaths; k++) {
+            putf(o, "%s{\"stages\":[", k ? "," : "");
+            for (int32_t i = 0; i < s->path_len[k]; i++)
+                putf(o, "%s%d", i ? "," : "", s->path_stages[s->path_off[k] + i]);
+            putf(o, "],\"microbatches\":[%d,%d]}", s->path_mb0[k], s->path_mbn[k]);
+        }
+        puts_(o, "]");
+    }
+    if (sim) {
+        puts_(o, ",\"metrics\":{");
+        put_metrics_body(o, s, sim);
+        puts_(o, "}");
+    }
+    puts_(o, ",\"ranks\":[");
+    for (int32_t r = 0; r < s->pp; r++) {
+        const double *st = sim ? ps_sim_starts(sim, r) : NULL, *en = sim ? ps_sim_ends(sim, r) : NULL;
+        puts_(o, r ? ",\n[" : "\n[");
+        for (int64_t i = 0; i < s->len[r]; i++) {
+            if (i)
+                puts_(o, ",");
+            put_action_json(o, &s->acts[s->off[r] + i], st ? &st[i] : NULL, en ? &en[i] : NULL);
+        }
+        puts_(o, "]");
+    }
+    puts_(o, "]}\n");
+}
+
+static void export_metrics(out *o, const ps_schedule *s, const ps_sim *sim)
+{
+    put_header_json(o, s);
+    puts_(o, ",");
+    put_metrics_body(o, s, sim);
+    puts_(o, "}\n");
+}
+
+/* ---- CSV ------------------------------------------------------------------------------ */
+
+static void export_csv(out *o, const ps_schedule *s, const ps_action *acts, const int64_t *off,
+                       const int64_t *len)
+{
+    char name[96];
+    for (int32_t r = 0; r < s->pp; r++) {
+        for (int64_t i = 0; i < len[r]; i++) {
+            if (i)
+                put(o, ",", 1);
+            ps__action_str(&acts[off[r] + i], name, sizeof name);
+            puts_(o, name);
+        }
+        puts_(o, "\n");
+    }
+}
+
+/* ---- Chrome trace --------------------------------------------------------------------- */
+
+static const char *category(const ps_action *a)
+{
+    switch (a->kind) {
+    case PS_F:
+        return "forward";
+    case PS_I:
+        return "backward_input";
+    case PS_W:
+        return "backward_weight";
+    case PS_B:
+        return "backward";
+    case PS_FB:
+        return "fused_forward_backward";
+    default:
+        return "communication";
+    }
+}
+
+/* Cost units are written as milliseconds (trace timestamps are microseconds). */
+#define TRACE_SCALE 1000.0
+
+static void trace_event(out *o, int *first, const char *name, const char *cat, int32_t pid,
+                        int tid, double ts, double dur)
+{
+    puts_(o, *first ? "\n" : ",\n");
+    *first = 0;
+    puts_(o, "{\"name\":");
+    put_json_str(o, name);
+    putf(o, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", cat, pid, tid);
+    put_num(o, ts * TRACE_SCALE);
+    puts_(o, ",\"dur\":");
+    put_num(o, dur * TRACE_SCALE);
+    puts_(o, "}");
+}
+
+static void export_trace(out *o, const ps_schedule *s, const ps_sim *sim, double c)
+{
+    int first = 1;
+    char name[128];
+    puts_(o, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+    for (int32_t r = 0; r < s->pp; r++) {
+        putf(o, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":"
+                "\"rank %d\"}},",
+             first ? "" : ",", r, r);
+        putf(o, "\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{"
+                "\"name\":\"compute\"}},",
+             r);
+        putf(o, "\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{"
+                "\"name\":\"communication\"}}",
+             r);
+        first = 0;
+    }
+    for (int32_t r = 0; r < s->pp; r++) {
+        const double *st = ps_sim_starts(sim, r), *en = ps_sim_ends(sim, r);
+        for (int64_t i = 0; i < s->len[r]; i++) {
+            const ps_action *a = &s->acts[s->off[r] + i];
+            ps__action_str(a, name, sizeof name);
+            trace_event(o, &first, name, category(a), r, 0, st[i], en[i] - st[i]);
+            if (c <= 0)
+                continue;
+            /* Transfers that leave this rank, on its communication track. */
+            for (int part = 0; part < 2; part++) {
+                int32_t stage = part && a->kind == PS_FB ? a->bstage : a->stage;
+                int32_t mb = part && a->kind == PS_FB ? a->bmb : a->mb;
+                int fwd = part == 0 && (a->kind == PS_F || a->kind == PS_FB);
+                int bwd = (part == 1 && a->kind == PS_FB) ||
+                          (part == 0 && (a->kind == PS_I || a->kind == PS_B));
+                if (!fwd && !bwd)
+                    continue;
+                            size_t at = (size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage;
+                int32_t peer = fwd ? s->path_next[at] : s->path_prev[at];
+                if (peer < 0 || s->stage_rank[peer] == r)
+                    continue;
+                snprintf(name, sizeof name, "%d%s%d -> rank %d", stage, fwd ? "SEND_F" : "SEND_B",
+                         mb, s->stage_rank[peer]);
+                trace_event(o, &first, name, "communication", r, 1, en[i], c);
+            }
+        }
+    }
+    puts_(o, "\n]}\n");
+}
+
+int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_fn write, void *ud)
+{
+    if (!s || !write || s->pp <= 0 || !s->acts)
+        return PS_EINVAL;
+    ps_metrics tmp;
+    int timed = fmt == PS_FORMAT_TABLE_TIMED || fmt == PS_FORMAT_TRACE || fmt == PS_FORMAT_METRICS;
+    if (sim && ps_sim_metrics(sim, &tmp))
+        sim = NULL;
+    if (timed && !sim)
+        return PS_EINVAL;
+    if (sim && ps__sim_schedule(sim) != s)
+        return PS_EINVAL; /* the timeline belongs to another schedule */
+    if (fmt == PS_FORMAT_CSV_COMMS && !s->lowered)
+        return PS_EINVAL;
+    out *o = ps__alloc(&s->al, 1, sizeof *o);
+    if (!o)
+        return PS_ENOMEM;
+    o->write = write;
+    o->ud = ud;
+    o->failed = 0;
+    o->n = 0;
+    int rc = 0;
+    switch (fmt) {
+    case PS_FORMAT_TABLE:
+        export_table(o, s);
+        break;
+    case PS_FORMAT_TABLE_TIMED:
+        export_timed(o, s, sim);
+        break;
+    case PS_FORMAT_JSON:
+        export_json(o, s, sim);
+        break;
+    case PS_FORMAT_CSV:
+        export_csv(o, s, s->acts, s->off, s->len);
+        break;
+    case PS_FORMAT_CSV_COMMS:
+        export_csv(o, s, s->lacts, s->loff, s->llen);
+        break;
+    case PS_FORMAT_TRACE:
+        export_trace(o, s, sim, ps__sim_cost(sim, PS_COST_C));
+        break;
+    case PS_FORMAT_METRICS:
+        export_metrics(o, s, sim);
+        break;
+    default:
+        rc = PS_EINVAL;
+    }
+    flush(o);
+    if (!rc && o->failed)
+        rc = PS_EIO;
+    ps__free(&s->al, o, 1, sizeof *o);
+    return rc;
+}

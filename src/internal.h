@@ -1,0 +1,168 @@
+/*
+ * Internal declarations shared by the core library's files. Not installed.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PS_INTERNAL_H
+#define PS_INTERNAL_H
+
+#include <pipesched/pipesched.h>
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PS__ERRLEN 4096
+
+/* ---- allocation (alloc.c) ------------------------------------------------------------------ */
+
+/* Fills *dst from src, or with the default realloc/free allocator when src is NULL. */
+void ps__alloc_init(ps_allocator *dst, const ps_allocator *src);
+/* n * size bytes, or NULL (also on overflow). */
+void *ps__alloc(const ps_allocator *a, size_t n, size_t size);
+/* Same, zero-filled. */
+void *ps__calloc(const ps_allocator *a, size_t n, size_t size);
+/* Resizes p from on to nn elements of size bytes; NULL on failure (p untouched). */
+void *ps__realloc(const ps_allocator *a, void *p, size_t on, size_t nn, size_t size);
+/* Frees p, which holds n elements of size bytes (NULL allowed). */
+void ps__free(const ps_allocator *a, void *p, size_t n, size_t size);
+char *ps__strdup(const ps_allocator *a, const char *s);
+void ps__strfree(const ps_allocator *a, char *s);
+
+/* ---- error strings -------------------------------------------------------------------------- */
+
+/* vsnprintf into buf (size PS__ERRLEN); returns code so callers can `return ps__err(...)`. */
+int ps__seterr(char *buf, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Appends to buf (bounded); says "..." once the buffer is full. */
+void ps__adderr(char *buf, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- problem -------------------------------------------------------------------------------- */
+
+struct ps_problem {
+    ps_allocator al;
+    int family;   /* registry index */
+    long long pp, vpp, m, group;
+    double cost[5]; /* indexed by ps_cost */
+    ps_stage_cost *stage_costs;
+    size_t n_stage_costs;
+    char err[PS__ERRLEN];
+};
+
+/* ---- schedule ------------------------------------------------------------------------------- */
+
+enum { PS__PLACE_LOOP = 0, PS__PLACE_V = 1, PS__PLACE_BIDIR = 2, PS__PLACE_CUSTOM = 3 };
+
+struct ps_schedule {
+    ps_allocator al;
+    int family; /* registry index, -1 = custom */
+    int32_t pp, nstages, m, group, placement, param_copies;
+    int32_t *stage_rank; /* nstages */
+
+    /* Paths: path k visits path_stages[path_off[k] .. +path_len[k]) in order and is taken
+     * by micro-batches [path_mb0[k], path_mb0[k] + path_mbn[k]). path_next/path_prev hold,
+     * for path k and stage s at [k * nstages + s], the next/previous stage (-1 at the ends),
+     * and path_pos the position of s in the path (-1 when s is not on it). */
+    int32_t npaths;
+    int32_t *path_stages, *path_off, *path_len, *path_mb0, *path_mbn;
+    int32_t *path_next, *path_prev, *path_pos;
+    uint8_t *mb_path; /* m entries when npaths > 1, else NULL */
+
+    /* Compute actions: rank r's list is acts[off[r] .. off[r] + len[r]). */
+    ps_action *acts;
+    size_t acts_cap;
+    int64_t *off, *len;
+
+    /* Lowered lists (compute + SEND/RECV), same layout. */
+    int lowered;
+    ps_action *lacts;
+    size_t lacts_cap;
+    int64_t *loff, *llen;
+
+    char err[PS__ERRLEN];
+};
+
+/* Frees the lowered lists (possibly half-built) and marks s as not lowered. */
+void ps__schedule_drop_lowered(ps_schedule *s);
+/* Frees everything s holds (not s itself) and resets it to empty. */
+void ps__schedule_clear(ps_schedule *s);
+/*
+ * Allocates the IR of a schedule with pp ranks, nstages stages, m micro-batches and npaths
+ * paths, and room for cap[r] actions on rank r (cap may be NULL with per_rank > 0 for a
+ * uniform capacity). Paths, placement and action lists are left empty for the caller.
+ */
+int ps__schedule_alloc(ps_schedule *s, int32_t pp, int32_t nstages, int32_t m, int32_t npaths,
+                       const int64_t *cap, int64_t per_rank, int32_t path_total);
+/* Fills path_next/prev/pos and mb_path from path_stages/off/len/mb0/mbn. */
+void ps__schedule_index_paths(ps_schedule *s);
+/* Sets one path covering all stages in order and all micro-batches. */
+void ps__schedule_single_path(ps_schedule *s);
+
+static inline int32_t ps__path_of(const ps_schedule *s, int32_t mb)
+{
+    return s->mb_path ? (int32_t)s->mb_path[mb] : 0;
+}
+
+static inline void ps__emit(ps_schedule *s, int32_t rank, int kind, int32_t stage, int32_t mb)
+{
+    ps_action *a = &s->acts[s->off[rank] + s->len[rank]++];
+    a->kind = (uint8_t)kind;
+    a->bkind = 0;
+    a->reserved = 0;
+    a->stage = stage;
+    a->mb = mb;
+    a->bstage = 0;
+    a->bmb = 0;
+}
+
+static inline void ps__emit_fb(ps_schedule *s, int32_t rank, int32_t fstage, int32_t fmb, int bkind,
+                               int32_t bstage, int32_t bmb)
+{
+    ps_action *a = &s->acts[s->off[rank] + s->len[rank]++];
+    a->kind = PS_FB;
+    a->bkind = (uint8_t)bkind;
+    a->reserved = 0;
+    a->stage = fstage;
+    a->mb = fmb;
+    a->bstage = bstage;
+    a->bmb = bmb;
+}
+
+/* ---- registry (schedules/registry.c) -------------------------------------------------------- */
+
+typedef struct ps__params {
+    int32_t p, v, m, group; /* group already defaulted (0 when not used) */
+    const ps_problem *pb;
+} ps__params;
+
+typedef struct ps__family {
+    const char *name, *aliases, *description, *constraints;
+    int placement;  /* PS__PLACE_* */
+    int fixed_vpp;  /* 0 = any v, else v must equal it */
+    int units;      /* max actions per (stage, micro-batch) on its rank */
+    /* Returns 0 or writes the reason for rejecting p into why (PS__ERRLEN). */
+    int (*check)(const ps__params *p, char *why);
+    /* Emits the actions into s, whose IR is allocated with placement and paths set. */
+    int (*generate)(ps_schedule *s, const ps__params *p);
+} ps__family;
+
+extern const ps__family ps__families[];
+extern const size_t ps__nfamilies;
+
+/* ---- engine, validation --------------------------------------------------------------------- */
+
+/* Writes the action string of a into buf (at least 64 bytes). */
+void ps__action_str(const ps_action *a, char *buf, size_t n);
+
+/* The simulator's cost c (or another ps_cost) and the schedule its timeline belongs to. */
+double ps__sim_cost(const ps_sim *sim, int which);
+const ps_schedule *ps__sim_schedule(const ps_sim *sim);
+
+#endif /* PS_INTERNAL_H */

@@ -1,0 +1,220 @@
+/*
+ * The problem handle: schedule family, sizes and the cost model, with range checks at the
+ * boundary so that every later stage can trust them.
+ * SPDX-License-Identifier: MIT
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ps_problem_new(ps_problem **out, const ps_allocator *alloc)
+{
+    ps_allocator al;
+    if (!out)
+        return PS_EINVAL;
+    *out = NULL;
+    ps__alloc_init(&al, alloc);
+    ps_problem *pb = ps__calloc(&al, 1, sizeof *pb);
+    if (!pb)
+        return PS_ENOMEM;
+    pb->al = al;
+    pb->family = ps_family_lookup("1f1b", NULL);
+    pb->pp = 4;
+    pb->vpp = 0;
+    pb->m = 8;
+    pb->group = 0;
+    pb->cost[PS_COST_F] = pb->cost[PS_COST_B] = pb->cost[PS_COST_W] = 1.0;
+    pb->cost[PS_COST_C] = 0.0;
+    pb->cost[PS_COST_FB] = -1.0;
+    *out = pb;
+    return 0;
+}
+
+void ps_problem_free(ps_problem *pb)
+{
+    if (!pb)
+        return;
+    ps_allocator a = pb->al;
+    ps__free(&a, pb->stage_costs, pb->n_stage_costs, sizeof *pb->stage_costs);
+    ps__free(&a, pb, 1, sizeof *pb);
+}
+
+const char *ps_problem_last_error(const ps_problem *pb)
+{
+    return pb ? pb->err : "invalid argument: NULL problem";
+}
+
+int ps_problem_set_schedule(ps_problem *pb, const char *name)
+{
+    if (!pb || !name)
+        return PS_EINVAL;
+    int i = ps_family_lookup(name, NULL);
+    if (i < 0)
+        return ps__seterr(pb->err, PS_ENOTFOUND,
+                          "unknown schedule \"%s\" (pipesched list shows the families)", name);
+    pb->family = i;
+    return 0;
+}
+
+const char *ps_problem_schedule(const ps_problem *pb)
+{
+    return pb ? ps__families[pb->family].name : NULL;
+}
+
+int ps_problem_set_int(ps_problem *pb, ps_param which, long long v)
+{
+    if (!pb)
+        return PS_EINVAL;
+    switch (which) {
+    case PS_PARAM_PP:
+        if (v < 1 || v > PS_MAX_PP)
+            return ps__seterr(pb->err, PS_ERANGE, "pp must be in [1, %d]; got %lld", PS_MAX_PP, v);
+        pb->pp = v;
+        return 0;
+    case PS_PARAM_VPP:
+        if (v < 0 || v > PS_MAX_VPP)
+            return ps__seterr(pb->err, PS_ERANGE, "vpp must be in [1, %d]; got %lld", PS_MAX_VPP,
+                              v);
+        pb->vpp = v;
+        return 0;
+    case PS_PARAM_MICROBATCHES:
+        if (v < 1 || v > PS_MAX_MICROBATCHES)
+            return ps__seterr(pb->err, PS_ERANGE, "microbatches must be in [1, %d]; got %lld",
+                              PS_MAX_MICROBATCHES, v);
+        pb->m = v;
+        return 0;
+    case PS_PARAM_GROUP_SIZE:
+        if (v < 0 || v > PS_MAX_MICROBATCHES)
+            return ps__seterr(pb->err, PS_ERANGE, "group_size must be in [1, %d]; got %lld",
+                              PS_MAX_MICROBATCHES, v);
+        pb->group = v;
+        return 0;
+    }
+    return ps__seterr(pb->err, PS_EINVAL, "unknown parameter %d", (int)which);
+}
+
+long long ps_problem_get_int(const ps_problem *pb, ps_param which)
+{
+    if (!pb)
+        return 0;
+    switch (which) {
+    case PS_PARAM_PP:
+        return pb->pp;
+    case PS_PARAM_VPP:
+        return pb->vpp;
+    case PS_PARAM_MICROBATCHES:
+        return pb->m;
+    case PS_PARAM_GROUP_SIZE:
+        return pb->group;
+    }
+    return 0;
+}
+
+static const char *const cost_names[] = {"f", "b", "w", "c", "fb"};
+
+int ps_problem_set_cost(ps_problem *pb, ps_cost which, double v)
+{
+    if (!pb)
+        return PS_EINVAL;
+    if ((unsigned)which > PS_COST_FB)
+        return ps__seterr(pb->err, PS_EINVAL, "unknown cost %d", (int)which);
+    if (which == PS_COST_FB && v < 0 && isfinite(v)) {
+        pb->cost[which] = -1.0;
+        return 0;
+    }
+    if (!isfinite(v) || v < 0 || v > PS_MAX_COST)
+        return ps__seterr(pb->err, PS_ERANGE, "cost %s must be finite and in [0, %g]; got %g",
+                          cost_names[which], PS_MAX_COST, v);
+    pb->cost[which] = v;
+    return 0;
+}
+
+double ps_problem_get_cost(const ps_problem *pb, ps_cost which)
+{
+    if (!pb || (unsigned)which > PS_COST_FB)
+        return 0.0;
+    return pb->cost[which];
+}
+
+int ps_problem_set_stage_costs(ps_problem *pb, const ps_stage_cost *c, size_t n)
+{
+    if (!pb || (n && !c))
+        return PS_EINVAL;
+    if (n > PS_MAX_STAGES)
+        return ps__seterr(pb->err, PS_ERANGE, "stage_costs has %zu entries; the limit is %d", n,
+                          PS_MAX_STAGES);
+    for (size_t i = 0; i < n; i++) {
+        const double v[3] = {c[i].f, c[i].b, c[i].w};
+        for (int k = 0; k < 3; k++)
+            if (!isfinite(v[k]) || v[k] < 0 || v[k] > PS_MAX_COST)
+                return ps__seterr(pb->err, PS_ERANGE,
+                                  "stage_costs[%zu].%s must be finite and in [0, %g]; got %g", i,
+                                  cost_names[k], PS_MAX_COST, v[k]);
+    }
+    ps_stage_cost *copy = NULL;
+    if (n) {
+        copy = ps__alloc(&pb->al, n, sizeof *copy);
+        if (!copy)
+            return ps__seterr(pb->err, PS_ENOMEM, "out of memory");
+        memcpy(copy, c, n * sizeof *copy);
+    }
+    ps__free(&pb->al, pb->stage_costs, pb->n_stage_costs, sizeof *pb->stage_costs);
+    pb->stage_costs = copy;
+    pb->n_stage_costs = n;
+    return 0;
+}
+
+size_t ps_problem_stage_costs(const ps_problem *pb, const ps_stage_cost **out)
+{
+    if (!pb)
+        return 0;
+    if (out)
+        *out = pb->stage_costs;
+    return pb->n_stage_costs;
+}
+
+int ps_problem_set_costs_string(ps_problem *pb, const char *spec)
+{
+    if (!pb || !spec)
+        return PS_EINVAL;
+    double val[5];
+    int set[5] = {0};
+    const char *p = spec;
+    while (*p) {
+        const char *eq = strchr(p, '=');
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        if (!eq || eq > end)
+            return ps__seterr(pb->err, PS_ECONFIG,
+                              "costs: expected key=value at column %d of \"%s\"",
+                              (int)(p - spec) + 1, spec);
+        int k;
+        for (k = 0; k < 5; k++)
+            if ((size_t)(eq - p) == strlen(cost_names[k]) && !strncmp(p, cost_names[k], (size_t)(eq - p)))
+                break;
+        if (k == 5)
+            return ps__seterr(pb->err, PS_ECONFIG,
+                              "costs: unknown key \"%.*s\" at column %d (known: f, b, w, c, fb)",
+                              (int)(eq - p), p, (int)(p - spec) + 1);
+        char *num_end;
+        errno = 0;
+        double v = strtod(eq + 1, &num_end);
+        if (num_end == eq + 1 || num_end != end || errno)
+            return ps__seterr(pb->err, PS_ECONFIG, "costs: %s needs a number; got \"%.*s\"",
+                              cost_names[k], (int)(end - eq - 1), eq + 1);
+        if (!isfinite(v) || (v < 0 && k != PS_COST_FB) || v > PS_MAX_COST)
+            return ps__seterr(pb->err, PS_ECONFIG, "costs: %s must be in [0, %g]; got %g",
+                              cost_names[k], PS_MAX_COST, v);
+        val[k] = v;
+        set[k] = 1;
+        p = *end ? end + 1 : end;
+    }
+    for (int k = 0; k < 5; k++)
+        if (set[k])
+            pb->cost[k] = (k == PS_COST_FB && val[k] < 0) ? -1.0 : val[k];
+    return 0;
+}

@@ -1,0 +1,398 @@
+/*
+ * The simulator: the engine (engine.c) driven by a virtual clock. Every action completes
+ * during its issue callback; its start is the later of its rank becoming free and its inputs
+ * arriving (producer end + c across ranks). Because ranks run their lists strictly in order,
+ * this as-soon-as-possible time is the same whatever order the engine visits ranks in, so the
+ * result equals an event-queue simulation without paying for the queue.
+ * SPDX-License-Identifier: MIT
+ */
+#include "engine.h"
+
+#include <string.h>
+
+struct ps_sim {
+    ps_allocator al;
+    const ps_schedule *s;
+    /* Cost model copied from the problem so that durations stay available after the run. */
+    double cost[5];
+    ps_stage_cost *sc;
+    size_t nsc;
+    double dur[PS_KIND_COUNT]; /* uniform durations by kind (when sc == NULL) */
+    /* Timeline, indexed like the schedule's action array. */
+    double *start, *end;
+    size_t cap_acts;
+    double *tf, *tg; /* end of F(s, j) / of its backward, index s * m + j */
+    size_t cap_sm;
+    /* Per rank. */
+    double *rfree, *busy;
+    int64_t *act, *peak;
+    int32_t cap_pp;
+    ps_metrics met;
+    int have;
+    char err[PS__ERRLEN];
+};
+
+int ps_sim_new(ps_sim **out, const ps_allocator *alloc)
+{
+    ps_allocator al;
+    if (!out)
+        return PS_EINVAL;
+    *out = NULL;
+    ps__alloc_init(&al, alloc);
+    ps_sim *sim = ps__calloc(&al, 1, sizeof *sim);
+    if (!sim)
+        return PS_ENOMEM;
+    sim->al = al;
+    *out = sim;
+    return 0;
+}
+
+static void free_buffers(ps_sim *sim)
+{
+    const ps_allocator *a = &sim->al;
+    ps__free(a, sim->start, sim->cap_acts, sizeof(double));
+    ps__free(a, sim->end, sim->cap_acts, sizeof(double));
+    ps__free(a, sim->tf, sim->cap_sm, sizeof(double));
+    ps__free(a, sim->tg, sim->cap_sm, sizeof(double));
+    ps__free(a, sim->rfree, (size_t)sim->cap_pp, sizeof(double));
+    ps__free(a, sim->busy, (size_t)sim->cap_pp, sizeof(double));
+    ps__free(a, sim->act, (size_t)sim->cap_pp, sizeof(int64_t));
+    ps__free(a, sim->peak, (size_t)sim->cap_pp, sizeof(int64_t));
+    ps__free(a, sim->sc, sim->nsc, sizeof *sim->sc);
+    sim->start = sim->end = sim->tf = sim->tg = sim->rfree = sim->busy = NULL;
+    sim->act = sim->peak = NULL;
+    sim->sc = NULL;
+    sim->nsc = sim->cap_acts = sim->cap_sm = 0;
+    sim->cap_pp = 0;
+}
+
+void ps_sim_free(ps_sim *sim)
+{
+    if (!sim)
+        return;
+    free_buffers(sim);
+    ps_allocator a = sim->al;
+    ps__free(&a, sim, 1, sizeof *sim);
+}
+
+const char *ps_sim_last_error(const ps_sim *sim)
+{
+    return sim ? sim->err : "invalid argument: NULL simulator";
+}
+
+/* Grows the buffers to fit s; keeps them across runs so repeated simulations do not
+ * allocate. */
+static int reserve(ps_sim *sim, const ps_schedule *s)
+{
+    const ps_allocator *a = &sim->al;
+    size_t sm = (size_t)s->nstages * (size_t)s->m;
+    if (s->acts_cap > sim->cap_acts) {
+        double *st = ps__alloc(a, s->acts_cap, sizeof(double));
+        double *en = ps__alloc(a, s->acts_cap, sizeof(double));
+        if (!st || !en) {
+            ps__free(a, st, s->acts_cap, sizeof(double));
+            ps__free(a, en, s->acts_cap, sizeof(double));
+            return PS_ENOMEM;
+        }
+        ps__free(a, sim->start, sim->cap_acts, sizeof(double));
+        ps__free(a, sim->end, sim->cap_acts, sizeof(double));
+        sim->start = st;
+        sim->end = en;
+        sim->cap_acts = s->acts_cap;
+    }
+    if (sm > sim->cap_sm) {
+        double *tf = ps__alloc(a, sm, sizeof(double));
+        double *tg = ps__alloc(a, sm, sizeof(double));
+        if (!tf || !tg) {
+            ps__free(a, tf, sm, sizeof(double));
+            ps__free(a, tg, sm, sizeof(double));
+            return PS_ENOMEM;
+        }
+        ps__free(a, sim->tf, sim->cap_sm, sizeof(double));
+        ps__free(a, sim->tg, sim->cap_sm, sizeof(double));
+        sim->tf = tf;
+        sim->tg = tg;
+        sim->cap_sm = sm;
+    }
+    if (s->pp > sim->cap_pp) {
+        size_t p = (size_t)s->pp;
+        double *rf = ps__alloc(a, p, sizeof(double)), *bu = ps__alloc(a, p, sizeof(double));
+        int64_t *ac = ps__alloc(a, p, sizeof(int64_t)), *pk = ps__alloc(a, p, sizeof(int64_t));
+        if (!rf || !bu || !ac || !pk) {
+            ps__free(a, rf, p, sizeof(double));
+            ps__free(a, bu, p, sizeof(double));
+            ps__free(a, ac, p, sizeof(int64_t));
+            ps__free(a, pk, p, sizeof(int64_t));
+            return PS_ENOMEM;
+        }
+        ps__free(a, sim->rfree, (size_t)sim->cap_pp, sizeof(double));
+        ps__free(a, sim->busy, (size_t)sim->cap_pp, sizeof(double));
+        ps__free(a, sim->act, (size_t)sim->cap_pp, sizeof(int64_t));
+        ps__free(a, sim->peak, (size_t)sim->cap_pp, sizeof(int64_t));
+        sim->rfree = rf;
+        sim->busy = bu;
+        sim->act = ac;
+        sim->peak = pk;
+        sim->cap_pp = s->pp;
+    }
+    return 0;
+}
+
+static double duration(const ps_sim *sim, const ps_action *a)
+{
+    if (!sim->sc) {
+        /* A fused pair whose backward part is an I leaves its W for later. */
+        if (a->kind == PS_FB && a->bkind == PS_I && sim->cost[PS_COST_FB] < 0)
+            return sim->dur[PS_F] + sim->dur[PS_I];
+        return sim->dur[a->kind];
+    }
+    const ps_stage_cost *c = &sim->sc[a->stage];
+    switch (a->kind) {
+    case PS_F:
+        return c->f;
+    case PS_I:
+        return c->b;
+    case PS_W:
+        return c->w;
+    case PS_B:
+        return c->b + c->w;
+    case PS_FB: {
+        if (sim->cost[PS_COST_FB] >= 0)
+            return sim->cost[PS_COST_FB];
+        const ps_stage_cost *d = &sim->sc[a->bstage];
+        return c->f + d->b + (a->bkind == PS_B ? d->w : 0.0);
+    }
+    default:
+        return 0.0;
+    }
+}
+
+double ps_sim_duration(const ps_sim *sim, const ps_action *a)
+{
+    if (!sim || !a || a->kind >= PS_KIND_COUNT)
+        return 0.0;
+    if (sim->sc && (!sim->s || a->stage < 0 || a->stage >= sim->s->nstages ||
+                    (a->kind == PS_FB && (a->bstage < 0 || a->bstage >= sim->s->nstages))))
+        return 0.0;
+    return duration(sim, a);
+}
+
+/* Time at which the input of F(stage, mb) is on rank r. */
+static inline double fwd_time(const ps_sim *sim, int32_t r, int32_t stage, int32_t mb)
+{
+    const ps_schedule *s = sim->s;
+    int32_t pv = s->path_prev[(size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage];
+    if (pv < 0)
+        return 0.0;
+    double t = sim->tf[(size_t)pv * (size_t)s->m + (size_t)mb];
+    return s->stage_rank[pv] == r ? t : t + sim->cost[PS_COST_C];
+}
+
+static inline double bwd_time(const ps_sim *sim, int32_t r, int32_t stage, int32_t mb)
+{
+    const ps_schedule *s = sim->s;
+    int32_t nx = s->path_next[(size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage];
+    if (nx < 0)
+        return 0.0; /* its own forward ran earlier on this rank */
+    double t = sim->tg[(size_t)nx * (size_t)s->m + (size_t)mb];
+    return s->stage_rank[nx] == r ? t : t + sim->cost[PS_COST_C];
+}
+
+static int sim_issue(void *ud, int32_t r, int64_t i, const ps_action *a)
+{
+    ps_sim *sim = ud;
+    const ps_schedule *s = sim->s;
+    double t = sim->rfree[r], ready = 0.0, d = duration(sim, a);
+    size_t m = (size_t)s->m;
+    int64_t act = sim->act[r];
+    switch (a->kind) {
+    case PS_F:
+        ready = fwd_time(sim, r, a->stage, a->mb);
+        act++;
+        break;
+    case PS_I:
+    case PS_B:
+        ready = bwd_time(sim, r, a->stage, a->mb);
+        if (a->kind == PS_B)
+            act--;
+        break;
+    case PS_W:
+        act--;
+        break;
+    case PS_FB: {
+        double bt = bwd_time(sim, r, a->bstage, a->bmb);
+        ready = fwd_time(sim, r, a->stage, a->mb);
+        if (bt > ready)
+            ready = bt;
+        act++; /* the forward counts before the backward releases */
+        if (act > sim->peak[r])
+            sim->peak[r] = act;
+        if (a->bkind == PS_B)
+            act--;
+        break;
+    }
+    default:
+        break;
+    }
+    if (act > sim->peak[r])
+        sim->peak[r] = act;
+    sim->act[r] = act;
+    if (ready > t)
+        t = ready;
+    double e = t + d;
+    if (a->kind == PS_F || a->kind == PS_FB)
+        sim->tf[(size_t)a->stage * m + (size_t)a->mb] = e;
+    if (a->kind == PS_I || a->kind == PS_B)
+        sim->tg[(size_t)a->stage * m + (size_t)a->mb] = e;
+    else if (a->kind == PS_FB)
+        sim->tg[(size_t)a->bstage * m + (size_t)a->bmb] = e;
+    size_t k = (size_t)(s->off[r] + i);
+    sim->start[k] = t;
+    sim->end[k] = e;
+    sim->rfree[r] = e;
+    sim->busy[r] += d;
+    return 1;
+}
+
+static int sim_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t from, int32_t to)
+{
+    /* The transfer time c is applied when the consumer computes its ready time. */
+    (void)ud, (void)dir, (void)stage, (void)mb, (void)from, (void)to;
+    return 1;
+}
+
+static const ps__engine_ops sim_ops = {sim_issue, sim_transfer};
+
+int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
+{
+    if (!sim)
+        return PS_EINVAL;
+    sim->have = 0;
+    sim->s = NULL;
+    if (!s || !pb)
+        return ps__seterr(sim->err, PS_EINVAL, "ps_sim_run needs a schedule and a problem");
+    if (s->pp <= 0 || !s->acts)
+        return ps__seterr(sim->err, PS_EINVAL, "the schedule is empty");
+    if (pb->n_stage_costs && pb->n_stage_costs != (size_t)s->nstages)
+        return ps__seterr(sim->err, PS_ECONFIG,
+                          "stage_costs has %zu entries but the schedule has %d stages",
+                          pb->n_stage_costs, s->nstages);
+    int rc = reserve(sim, s);
+    if (rc)
+        return ps__seterr(sim->err, rc, "out of memory for the simulation of %zu actions",
+                          ps_schedule_total_actions(s));
+    /* Copy the cost model. */
+    ps__free(&sim->al, sim->sc, sim->nsc, sizeof *sim->sc);
+    sim->sc = NULL;
+    sim->nsc = 0;
+    if (pb->n_stage_costs) {
+        sim->sc = ps__alloc(&sim->al, pb->n_stage_costs, sizeof *sim->sc);
+        if (!sim->sc)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        memcpy(sim->sc, pb->stage_costs, pb->n_stage_costs * sizeof *sim->sc);
+        sim->nsc = pb->n_stage_costs;
+    }
+    memcpy(sim->cost, pb->cost, sizeof sim->cost);
+    double f = pb->cost[PS_COST_F], b = pb->cost[PS_COST_B], w = pb->cost[PS_COST_W];
+    for (int k = 0; k < PS_KIND_COUNT; k++)
+        sim->dur[k] = 0.0;
+    sim->dur[PS_F] = f;
+    sim->dur[PS_I] = b;
+    sim->dur[PS_W] = w;
+    sim->dur[PS_B] = b + w;
+    sim->dur[PS_FB] = pb->cost[PS_COST_FB] >= 0 ? pb->cost[PS_COST_FB] : f + b + w;
+    sim->s = s;
+    for (int32_t r = 0; r < s->pp; r++) {
+        sim->rfree[r] = sim->busy[r] = 0.0;
+        sim->act[r] = sim->peak[r] = 0;
+    }
+    ps__engine e;
+    rc = ps__engine_init(&e, s, &sim_ops, sim, &sim->al);
+    if (rc) {
+        sim->s = NULL;
+        return ps__seterr(sim->err, rc, "out of memory");
+    }
+    ps__engine_start(&e);
+    if (!ps__engine_finished(&e)) {
+        ps__seterr(sim->err, PS_EDEADLOCK, "deadlock after %lld of %lld actions:",
+                   (long long)e.done, (long long)e.total);
+        ps__engine_describe(&e, sim->err);
+        ps__engine_destroy(&e);
+        sim->s = NULL;
+        return PS_EDEADLOCK;
+    }
+    ps__engine_destroy(&e);
+
+    double makespan = 0.0, bubble = 0.0, busy = 0.0;
+    for (int32_t r = 0; r < s->pp; r++) {
+        busy += sim->busy[r];
+        if (s->len[r] == 0)
+            continue;
+        double last = sim->end[s->off[r] + s->len[r] - 1];
+        double span = last - sim->start[s->off[r]];
+        if (last > makespan)
+            makespan = last;
+        if (span - sim->busy[r] > bubble)
+            bubble = span - sim->busy[r];
+    }
+    sim->met.makespan = makespan;
+    sim->met.bubble = bubble;
+    sim->met.bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)s->pp * makespan) : 0.0;
+    sim->met.pp = s->pp;
+    sim->have = 1;
+    sim->err[0] = 0;
+    return 0;
+}
+
+int ps_sim_metrics(const ps_sim *sim, ps_metrics *out)
+{
+    if (!sim || !out || !sim->have)
+        return sim && !sim->have ? PS_ESTATE : PS_EINVAL;
+    *out = sim->met;
+    return 0;
+}
+
+int ps_sim_rank_metrics(const ps_sim *sim, int rank, ps_rank_metrics *out)
+{
+    if (!sim || !out)
+        return PS_EINVAL;
+    if (!sim->have)
+        return PS_ESTATE;
+    const ps_schedule *s = sim->s;
+    if (rank < 0 || rank >= s->pp)
+        return PS_EINVAL;
+    out->busy = sim->busy[rank];
+    if (s->len[rank]) {
+        out->span = sim->end[s->off[rank] + s->len[rank] - 1] - sim->start[s->off[rank]];
+    } else {
+        out->span = 0.0;
+    }
+    out->idle = out->span - out->busy;
+    out->peak_activations = sim->peak[rank];
+    out->param_copies = s->param_copies;
+    return 0;
+}
+
+const double *ps_sim_starts(const ps_sim *sim, int rank)
+{
+    if (!sim || !sim->have || rank < 0 || rank >= sim->s->pp)
+        return NULL;
+    return sim->start + sim->s->off[rank];
+}
+
+const double *ps_sim_ends(const ps_sim *sim, int rank)
+{
+    if (!sim || !sim->have || rank < 0 || rank >= sim->s->pp)
+        return NULL;
+    return sim->end + sim->s->off[rank];
+}
+
+double ps__sim_cost(const ps_sim *sim, int which)
+{
+    return sim && which >= 0 && which < 5 ? sim->cost[which] : 0.0;
+}
+
+const ps_schedule *ps__sim_schedule(const ps_sim *sim)
+{
+    return sim && sim->have ? sim->s : NULL;
+}

@@ -1,0 +1,323 @@
+/*
+ * The validator. Static checks first (every reference in range, every stage on its rank,
+ * every micro-batch through every stage of its path exactly once forward and once backward),
+ * then the engine with a clock that completes everything at once: if it cannot finish, the
+ * schedule deadlocks and the engine names each rank's blocked head action. Lowered schedules
+ * also get their SEND/RECV pairs checked: one per cross-rank edge, the send after its producer,
+ * the receive before its consumer, and the same order on both ends of every rank pair.
+ * SPDX-License-Identifier: MIT
+ */
+#include "engine.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_LISTED 8
+
+enum { CNT_F, CNT_I, CNT_W, CNT_B };
+
+static void count(uint8_t *cnt, const ps_schedule *s, int kind, int32_t stage, int32_t mb)
+{
+    uint8_t *c = &cnt[((size_t)stage * (size_t)s->m + (size_t)mb) * 4];
+    int k = kind == PS_F ? CNT_F : kind == PS_I ? CNT_I : kind == PS_W ? CNT_W : CNT_B;
+    if (c[k] < 255)
+        c[k]++;
+}
+
+/* Checks one (kind, stage, mb) reference of an action on rank r; returns 1 if it is bad. */
+static int check_ref(ps_schedule *s, int32_t r, int64_t i, const ps_action *a, int32_t stage,
+                     int32_t mb, int *nerr)
+{
+    char name[96];
+    const char *why = NULL;
+    char tmp[160];
+    if (stage < 0 || stage >= s->nstages)
+        why = "stage out of range";
+    else if (mb < 0 || mb >= s->m)
+        why = "micro-batch out of range";
+    else if (s->stage_rank[stage] != r) {
+        snprintf(tmp, sizeof tmp, "stage %d is placed on rank %d", stage, s->stage_rank[stage]);
+        why = tmp;
+    } else if (s->path_pos[(size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage] < 0) {
+        snprintf(tmp, sizeof tmp, "micro-batch %d does not pass through stage %d", mb, stage);
+        why = tmp;
+    }
+    if (!why)
+        return 0;
+    if (++*nerr <= MAX_LISTED) {
+        ps__action_str(a, name, sizeof name);
+        ps__adderr(s->err, "\n  rank %d, step %lld: %s: %s", r, (long long)i, name, why);
+    }
+    return 1;
+}
+
+static int check_static(ps_schedule *s, uint8_t *cnt)
+{
+    int nerr = 0;
+    for (int32_t r = 0; r < s->pp; r++) {
+        const ps_action *a = s->acts + s->off[r];
+        for (int64_t i = 0; i < s->len[r]; i++) {
+            const ps_action *x = &a[i];
+            if (x->kind > PS_FB) {
+                char name[96];
+                ps__action_str(x, name, sizeof name);
+                if (++nerr <= MAX_LISTED)
+                    ps__adderr(s->err, "\n  rank %d, step %lld: %s is not a compute action", r,
+                               (long long)i, name);
+                continue;
+            }
+            if (x->kind == PS_FB) {
+                int bad = check_ref(s, r, i, x, x->stage, x->mb, &nerr);
+                bad |= check_ref(s, r, i, x, x->bstage, x->bmb, &nerr);
+                if (!bad) {
+                    count(cnt, s, PS_F, x->stage, x->mb);
+                    count(cnt, s, x->bkind, x->bstage, x->bmb);
+                }
+                continue;
+            }
+            if (!check_ref(s, r, i, x, x->stage, x->mb, &nerr))
+                count(cnt, s, x->kind, x->stage, x->mb);
+        }
+    }
+    /* Every micro-batch through every stage of its path exactly once each way. */
+    for (int32_t k = 0; k < s->npaths; k++) {
+        const int32_t *st = s->path_stages + s->path_off[k];
+        for (int32_t jj = 0; jj < s->path_mbn[k]; jj++) {
+            int32_t j = s->path_mb0[k] + jj;
+            for (int32_t q = 0; q < s->path_len[k]; q++) {
+                int32_t stage = st[q];
+                const uint8_t *c = &cnt[((size_t)stage * (size_t)s->m + (size_t)j) * 4];
+                const char *why = NULL;
+                char tmp[128];
+                if (c[CNT_F] != 1) {
+                    snprintf(tmp, sizeof tmp, "%d forwards (expected 1)", c[CNT_F]);
+                    why = tmp;
+                } else if (c[CNT_B] + c[CNT_I] == 0) {
+                    why = "no backward (expected one B, or one I and one W)";
+                } else if (c[CNT_B] > 1 || c[CNT_I] > 1 || (c[CNT_B] && c[CNT_I])) {
+                    snprintf(tmp, sizeof tmp, "%d B and %d I (expected one B, or one I and one W)",
+                             c[CNT_B], c[CNT_I]);
+                    why = tmp;
+                } else if (c[CNT_B] && c[CNT_W]) {
+                    snprintf(tmp, sizeof tmp, "a full backward B and %d W", c[CNT_W]);
+                    why = tmp;
+                } else if (c[CNT_I] && c[CNT_W] != 1) {
+                    snprintf(tmp, sizeof tmp, "an I with %d W (expected 1)", c[CNT_W]);
+                    why = tmp;
+                }
+                if (why && ++nerr <= MAX_LISTED)
+                    ps__adderr(s->err, "\n  micro-batch %d, stage %d (rank %d): %s", j, stage,
+                               s->stage_rank[stage], why);
+            }
+        }
+    }
+    if (nerr > MAX_LISTED)
+        ps__adderr(s->err, "\n  ... and %d more problems", nerr - MAX_LISTED);
+    return nerr;
+}
+
+static int null_issue(void *ud, int32_t rank, int64_t idx, const ps_action *a)
+{
+    (void)ud, (void)rank, (void)idx, (void)a;
+    return 1;
+}
+
+static int null_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t from, int32_t to)
+{
+    (void)ud, (void)dir, (void)stage, (void)mb, (void)from, (void)to;
+    return 1;
+}
+
+static const ps__engine_ops null_ops = {null_issue, null_transfer};
+
+/* ---- lowered lists ------------------------------------------------------------------------ */
+
+enum { P_F, P_G, P_SF, P_RF, P_SB, P_RB, P_N };
+
+static int check_lowered(ps_schedule *s)
+{
+    size_t sm = (size_t)s->nstages * (size_t)s->m;
+    int32_t *pos = ps__alloc(&s->al, sm * P_N, sizeof *pos);
+    int nerr = 0;
+    if (!pos)
+        return ps__seterr(s->err, PS_ENOMEM, "out of memory validating communication");
+    for (size_t i = 0; i < sm * P_N; i++)
+        pos[i] = -1;
+#define POS(kind, st, mb) pos[((size_t)(st) * (size_t)s->m + (size_t)(mb)) * P_N + (kind)]
+#define LERR(...)                                                                              \
+    do {                                                                                       \
+        if (++nerr <= MAX_LISTED)                                                              \
+            ps__adderr(s->err, __VA_ARGS__);                                                   \
+    } while (0)
+    for (int32_t r = 0; r < s->pp; r++) {
+        const ps_action *a = s->lacts + s->loff[r];
+        int64_t ci = 0;
+        for (int64_t i = 0; i < s->llen[r]; i++) {
+            const ps_action *x = &a[i];
+            char name[96];
+            int slot = -1;
+            switch (x->kind) {
+            case PS_SEND_F:
+                slot = P_SF;
+                break;
+            case PS_RECV_F:
+                slot = P_RF;
+                break;
+            case PS_SEND_B:
+                slot = P_SB;
+                break;
+            case PS_RECV_B:
+                slot = P_RB;
+                break;
+            default:
+                /* Compute actions must be the compute list, in order. */
+                if (ci >= s->len[r] || memcmp(x, &s->acts[s->off[r] + ci], sizeof *x)) {
+                    ps__action_str(x, name, sizeof name);
+                    LERR("\n  rank %d, step %lld: %s differs from the compute list", r,
+                         (long long)i, name);
+                } else if (x->kind == PS_F || x->kind == PS_FB) {
+                    POS(P_F, x->stage, x->mb) = (int32_t)i;
+                }
+                if (x->kind == PS_I || x->kind == PS_B)
+                    POS(P_G, x->stage, x->mb) = (int32_t)i;
+                if (x->kind == PS_FB)
+                    POS(P_G, x->bstage, x->bmb) = (int32_t)i;
+                ci++;
+                continue;
+            }
+            ps__action_str(x, name, sizeof name);
+            if (x->stage < 0 || x->stage >= s->nstages || x->mb < 0 || x->mb >= s->m ||
+                s->stage_rank[x->stage] != r) {
+                LERR("\n  rank %d, step %lld: %s names a stage or micro-batch not on this rank",
+                     r, (long long)i, name);
+                continue;
+            }
+            if (POS(slot, x->stage, x->mb) >= 0)
+                LERR("\n  rank %d, step %lld: %s appears twice", r, (long long)i, name);
+            POS(slot, x->stage, x->mb) = (int32_t)i;
+        }
+        if (ci != s->len[r])
+            LERR("\n  rank %d: the lowered list holds %lld compute actions, the schedule %lld", r,
+                 (long long)ci, (long long)s->len[r]);
+    }
+    /* Each edge: present iff cross-rank, send after producer, receive before consumer. */
+    for (int32_t k = 0; k < s->npaths && nerr <= MAX_LISTED; k++) {
+        const int32_t *st = s->path_stages + s->path_off[k];
+        for (int32_t jj = 0; jj < s->path_mbn[k]; jj++) {
+            int32_t j = s->path_mb0[k] + jj;
+            for (int32_t q = 0; q + 1 < s->path_len[k]; q++) {
+                int32_t a = st[q], b = st[q + 1];
+                int cross = s->stage_rank[a] != s->stage_rank[b];
+                /* forward a -> b, gradient b -> a */
+                int32_t sf = POS(P_SF, a, j), rf = POS(P_RF, b, j);
+                int32_t sb = POS(P_SB, b, j), rb = POS(P_RB, a, j);
+                if (!cross) {
+                    if (sf >= 0 || rf >= 0 || sb >= 0 || rb >= 0)
+                        LERR("\n  micro-batch %d: stages %d and %d share rank %d but exchange "
+                             "SEND/RECV",
+                             j, a, b, s->stage_rank[a]);
+                    continue;
+                }
+                if (sf < 0 || rf < 0)
+                    LERR("\n  micro-batch %d: missing %s of the activation from stage %d to %d", j,
+                         sf < 0 ? "SEND_F" : "RECV_F", a, b);
+                else if (sf < POS(P_F, a, j) || (POS(P_F, b, j) >= 0 && rf > POS(P_F, b, j)))
+                    LERR("\n  micro-batch %d: %s", j,
+                         sf < POS(P_F, a, j) ? "SEND_F placed before its forward"
+                                             : "RECV_F placed after the forward that needs it");
+                if (sb < 0 || rb < 0)
+                    LERR("\n  micro-batch %d: missing %s of the gradient from stage %d to %d", j,
+                         sb < 0 ? "SEND_B" : "RECV_B", b, a);
+                else if (sb < POS(P_G, b, j) || (POS(P_G, a, j) >= 0 && rb > POS(P_G, a, j)))
+                    LERR("\n  micro-batch %d: %s", j,
+                         sb < POS(P_G, b, j) ? "SEND_B placed before its backward"
+                                             : "RECV_B placed after the backward that needs it");
+            }
+        }
+    }
+    /* Matching order on every rank pair: walking a rank's receives from one peer, the
+     * matching sends must appear in the same order on the peer. Ranks talk to few peers, so a
+     * short per-rank table of (peer, last send position) is enough. */
+    for (int32_t r = 0; r < s->pp && nerr <= MAX_LISTED; r++) {
+        int32_t peer[16];
+        int32_t last[16];
+        int npeer = 0;
+        const ps_action *a = s->lacts + s->loff[r];
+        for (int64_t i = 0; i < s->llen[r]; i++) {
+            const ps_action *x = &a[i];
+            if (x->kind != PS_RECV_F && x->kind != PS_RECV_B)
+                continue;
+            if (x->bstage < 0 || x->bstage >= s->nstages)
+                continue;
+            int32_t from = s->stage_rank[x->bstage];
+            int32_t sp = x->kind == PS_RECV_F ? POS(P_SF, x->bstage, x->mb)
+                                              : POS(P_SB, x->bstage, x->mb);
+            if (sp < 0)
+                continue; /* reported above */
+            int q;
+            for (q = 0; q < npeer && peer[q] != from; q++)
+                ;
+            if (q == npeer) {
+                if (npeer == 16)
+                    continue; /* order with more than 16 peers is not tracked */
+                peer[npeer] = from;
+                last[npeer++] = -1;
+            }
+            if (sp < last[q]) {
+                char name[96];
+                ps__action_str(x, name, sizeof name);
+                LERR("\n  rank %d, step %lld: %s is received out of the order rank %d sends in",
+                     r, (long long)i, name, from);
+            }
+            last[q] = sp;
+        }
+    }
+#undef POS
+#undef LERR
+    ps__free(&s->al, pos, sm * P_N, sizeof *pos);
+    if (nerr > MAX_LISTED)
+        ps__adderr(s->err, "\n  ... and %d more problems", nerr - MAX_LISTED);
+    return nerr ? PS_EINVALID : 0;
+}
+
+int ps_schedule_validate(ps_schedule *s)
+{
+    if (!s)
+        return PS_EINVAL;
+    if (s->pp <= 0 || !s->acts)
+        return ps__seterr(s->err, PS_EINVAL, "the schedule is empty");
+    size_t sm = (size_t)s->nstages * (size_t)s->m;
+    uint8_t *cnt = ps__calloc(&s->al, sm * 4, 1);
+    if (!cnt)
+        return ps__seterr(s->err, PS_ENOMEM, "out of memory validating %zu actions",
+                          ps_schedule_total_actions(s));
+    s->err[0] = 0;
+    ps__seterr(s->err, 0, "invalid schedule:");
+    int nerr = check_static(s, cnt);
+    ps__free(&s->al, cnt, sm * 4, 1);
+    if (nerr)
+        return PS_EINVALID;
+
+    ps__engine e;
+    int rc = ps__engine_init(&e, s, &null_ops, NULL, &s->al);
+    if (rc)
+        return ps__seterr(s->err, rc, "out of memory");
+    ps__engine_start(&e);
+    if (!ps__engine_finished(&e)) {
+        ps__seterr(s->err, PS_EDEADLOCK, "deadlock after %lld of %lld actions:",
+                   (long long)e.done, (long long)e.total);
+        ps__engine_describe(&e, s->err);
+        ps__engine_destroy(&e);
+        return PS_EDEADLOCK;
+    }
+    ps__engine_destroy(&e);
+    if (s->lowered) {
+        s->err[0] = 0;
+        ps__seterr(s->err, 0, "invalid communication:");
+        rc = check_lowered(s);
+        if (rc)
+            return rc;
+    }
+    s->err[0] = 0;
+    return 0;
+}
