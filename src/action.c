@@ -41,8 +41,8 @@ int ps_action_format(const ps_action *a, char *buf, size_t n)
         /* Only these pairs can be read back: the fused step is a forward plus a backward. */
         if ((a->bkind != PS_B && a->bkind != PS_I) || a->bstage < 0 || a->bmb < 0)
             return PS_EINVAL;
-        r = snprintf(buf, n, "(%dF%d;%d%s%d)OVERLAP_F_B", (int)a->stage, (int)a->mb,
-                     (int)a->bstage, kind_names[a->bkind], (int)a->bmb);
+        r = snprintf(buf, n, "(%dF%d;%d%s%d)OVERLAP_F_B", (int)a->stage, (int)a->mb, (int)a->bstage,
+                     kind_names[a->bkind], (int)a->bmb);
     } else {
         r = snprintf(buf, n, "%d%s%d", (int)a->stage, kind_names[a->kind], (int)a->mb);
     }
@@ -125,8 +125,7 @@ static int token_is(const char *s, size_t n, const char *word)
 /* Maps a type token to a kind, or returns -1 (known but unsupported) or -2 (unknown). */
 static int lookup_type(const char *t, size_t n)
 {
-    static const char *const unsupported[] = {"UNSHARD", "RESHARD", "REDUCE_GRAD",
-                                              "OVERLAP_F_B"};
+    static const char *const unsupported[] = {"UNSHARD", "RESHARD", "REDUCE_GRAD", "OVERLAP_F_B"};
     if (token_is(t, n, "BW"))
         return PS_B; /* the legacy name of the full backward */
     for (int k = 0; k < PS_KIND_COUNT; k++)
@@ -197,8 +196,9 @@ static int parse_fused(cursor *c, ps_action *a)
         skip_blanks(c);
         char want = i == 0 ? ';' : ')';
         if (c->pos >= c->end || c->s[c->pos] != want)
-            return fail(c, c->pos, i == 0 ? "expected ';' between the two sub-actions"
-                                          : "expected ')' after the second sub-action");
+            return fail(c, c->pos,
+                        i == 0 ? "expected ';' between the two sub-actions"
+                               : "expected ')' after the second sub-action");
         c->pos++;
     }
     size_t t0 = c->pos;

@@ -79,9 +79,25 @@ static void escape_into(char *buf, size_t cap, const char *s, size_t n)
     size_t used = strlen(buf);
     for (size_t i = 0; i < n && used + 7 < cap; i++) {
         unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\') {
+        char short_escape = 0;
+        switch (ch) {
+        case '"':
+        case '\\':
+            short_escape = (char)ch;
+            break;
+        case '\n':
+            short_escape = 'n';
+            break;
+        case '\r':
+            short_escape = 'r';
+            break;
+        case '\t':
+            short_escape = 't';
+            break;
+        }
+        if (short_escape) {
             buf[used++] = '\\';
-            buf[used++] = (char)ch;
+            buf[used++] = short_escape;
         } else if (ch < 0x20 || ch == 0x7f) {
             used += (size_t)snprintf(buf + used, cap - used, "\\u%04x", ch);
         } else {
@@ -636,9 +652,7 @@ int ps_problem_load_json(ps_problem *pb, const char *text, size_t len)
         if (empty)
             return ps__seterr(pb->err, PS_EPARSE, "line 1, column 1: empty input (expected a "
                                                    "JSON object)");
-        return parse_error(pb, text, len, off,
-                           len && off == len - 1 ? "malformed JSON (or the input ends too early)"
-                                                 : "malformed JSON");
+        return parse_error(pb, text, len, off, "malformed JSON");
     }
 
     int rc = 0;

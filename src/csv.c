@@ -39,7 +39,7 @@ typedef struct loader {
     int32_t max_stage, max_mb;
     int lowered;
     int64_t *caps, *lcaps; /* per-rank counts of compute and of all actions */
-    int32_t want_stage;    /* the stage find_first() looks for */
+    int32_t want_stage;    /* the stage find_cell() looks for */
     int64_t found_line;
     size_t found_col;
     char err[PS__ERRLEN];
@@ -170,8 +170,8 @@ static int check_numbers(loader *ld, const cell *c, int32_t stage, int32_t mb)
         return cell_error(ld, PS_ERANGE, c->line, c->col, c->text, c->len, what);
     }
     if (ld->given_m > 0 && mb >= ld->given_m) {
-        snprintf(what, sizeof what, "micro-batch %d is out of range for %d micro-batches",
-                 (int)mb, (int)ld->given_m);
+        snprintf(what, sizeof what, "micro-batch %d is out of range for %d micro-batches", (int)mb,
+                 (int)ld->given_m);
         return cell_error(ld, PS_EINVALID, c->line, c->col, c->text, c->len, what);
     }
     if (stage > ld->max_stage)
@@ -323,8 +323,7 @@ static int load(loader *ld)
         return ps__seterr(ld->err, PS_EPARSE, "the table is empty (no rows)");
     if (ld->ncompute + ld->ncomm == 0)
         return ps__seterr(ld->err, PS_EINVALID, "the table holds no actions");
-    ld->lowered =
-        ld->fmt == PS_CSV_COMPUTE_COMMS || (ld->fmt == PS_CSV_AUTO && ld->ncomm > 0);
+    ld->lowered = ld->fmt == PS_CSV_COMPUTE_COMMS || (ld->fmt == PS_CSV_AUTO && ld->ncomm > 0);
     int32_t nstages = ld->max_stage + 1;
     int32_t m = ld->given_m > 0 ? ld->given_m : ld->max_mb + 1;
 
