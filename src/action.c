@@ -9,13 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/*
- * The parser with a reason for its failure. csv.c puts the reason into its line/column
- * message; the public ps_action_parse() only reports the column.
- */
-int ps__action_parse_why(const char *s, size_t len, ps_action *out, size_t *err_col,
-                         const char **why);
-
 static const char *const kind_names[PS_KIND_COUNT] = {
     "F", "I", "W", "B", "OVERLAP_F_B", "SEND_F", "RECV_F", "SEND_B", "RECV_B",
 };

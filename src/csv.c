@@ -11,10 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Defined in action.c: ps_action_parse() plus a description of what is wrong. */
-int ps__action_parse_why(const char *s, size_t len, ps_action *out, size_t *err_col,
-                         const char **why);
-
 #define MAX_TEXT ((size_t)1 << 30)
 #define SHOWN_CELL 60 /* bytes of a cell quoted in an error message */
 

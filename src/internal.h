@@ -158,6 +158,10 @@ extern const size_t ps__nfamilies;
 
 /* ---- engine, validation --------------------------------------------------------------------- */
 
+/* ps_action_parse() that also says what is wrong (*why, a static string) on PS_EPARSE;
+ * csv.c puts the reason into its line/column message. */
+int ps__action_parse_why(const char *s, size_t len, ps_action *out, size_t *err_col,
+                         const char **why);
 /* Writes the action string of a into buf (at least 64 bytes). */
 void ps__action_str(const ps_action *a, char *buf, size_t n);
 
