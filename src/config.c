@@ -19,6 +19,8 @@
 #define CONFIG_MAX_BYTES ((size_t)64 << 20)
 /* Bytes of a user-supplied string (a key, a value) quoted in a message. */
 #define SHOW_MAX 48
+/* Bytes of the input quoted after "near" in a parse error. */
+#define NEAR_MAX 16
 /* Room for one path: a prefix, an index and a quoted, escaped key of SHOW_MAX bytes. */
 #define PATH_LEN 320
 /* Room for one reported item (path, message and a quoted value). */
@@ -26,7 +28,15 @@
 
 enum { LEVEL_ROOT, LEVEL_COSTS, LEVEL_STAGE, LEVEL_COUNT };
 
-enum { KEY_SCHEDULE, KEY_PP, KEY_VPP, KEY_MICROBATCHES, KEY_GROUP_SIZE, KEY_COSTS, KEY_STAGE_COSTS };
+enum {
+    KEY_SCHEDULE,
+    KEY_PP,
+    KEY_VPP,
+    KEY_MICROBATCHES,
+    KEY_GROUP_SIZE,
+    KEY_COSTS,
+    KEY_STAGE_COSTS
+};
 
 static const char *const root_keys[] = {"schedule",   "pp",    "vpp",         "microbatches",
                                         "group_size", "costs", "stage_costs", NULL};
@@ -54,7 +64,7 @@ typedef struct staged {
     bool has_int[4];
     long long ints[4]; /* indexed by KEY_x - KEY_PP */
     bool has_cost[5];
-    double costs[5]; /* indexed by ps_cost */
+    double costs[5];     /* indexed by ps_cost */
     const cJSON *stages; /* the checked "stage_costs" array; NULL when absent */
     size_t n_stages;
 } staged;
@@ -500,8 +510,7 @@ static void check_root(diag *d, const cJSON *root, staged *st)
         case KEY_MICROBATCHES:
         case KEY_GROUP_SIZE: {
             int i = k - KEY_PP;
-            st->has_int[i] =
-                check_int(d, path, it, int_keys[i].lo, int_keys[i].hi, &st->ints[i]);
+            st->has_int[i] = check_int(d, path, it, int_keys[i].lo, int_keys[i].hi, &st->ints[i]);
             break;
         }
         case KEY_COSTS:
@@ -559,9 +568,10 @@ static int parse_error(ps_problem *pb, const char *text, size_t len, size_t off,
             col++;
         }
     }
-    char near[SHOW_MAX * 6 + 1] = "";
+    /* Up to NEAR_MAX bytes of the rest of the line, escaped (at most 6 characters each). */
+    char near[NEAR_MAX * 6 + 1] = "";
     size_t n = 0;
-    while (off + n < len && n < 16 && text[off + n] != '\n' && text[off + n] != '\r')
+    while (off + n < len && n < NEAR_MAX && text[off + n] != '\n' && text[off + n] != '\r')
         n++;
     escape_into(near, sizeof near, text + off, n);
     return ps__seterr(pb->err, PS_EPARSE, "line %zu, column %zu: %s%s%s%s", line, col, what,
@@ -635,8 +645,8 @@ int ps_problem_load_json(ps_problem *pb, const char *text, size_t len)
     if (!text)
         return ps__seterr(pb->err, PS_EINVAL, "invalid argument: NULL config text");
     if (len > CONFIG_MAX_BYTES)
-        return ps__seterr(pb->err, PS_ERANGE, "config is %zu bytes; the limit is %zu (64 MiB)",
-                          len, CONFIG_MAX_BYTES);
+        return ps__seterr(pb->err, PS_ERANGE, "config is %zu bytes; the limit is %zu (64 MiB)", len,
+                          CONFIG_MAX_BYTES);
     /* A raw NUL would end a key or string early inside cJSON; JSON forbids it anyway. */
     const char *nul = memchr(text, '\0', len);
     if (nul)
@@ -650,8 +660,8 @@ int ps_problem_load_json(ps_problem *pb, const char *text, size_t len)
         for (size_t i = 0; i < len && empty; i++)
             empty = is_space(text[i]);
         if (empty)
-            return ps__seterr(pb->err, PS_EPARSE, "line 1, column 1: empty input (expected a "
-                                                   "JSON object)");
+            return ps__seterr(pb->err, PS_EPARSE,
+                              "line 1, column 1: empty input (expected a JSON object)");
         return parse_error(pb, text, len, off, "malformed JSON");
     }
 

@@ -29,10 +29,10 @@ static int load(ps_problem *pb, const char *text)
 }
 
 /* Loads text, expecting return code rc and exactly the message msg. */
-#define ck_assert_load(pb, text, rc, msg)                                                        \
-    do {                                                                                         \
-        ck_assert_int_eq(load((pb), (text)), (rc));                                              \
-        ck_assert_str_eq(ps_problem_last_error(pb), (msg));                                      \
+#define ck_assert_load(pb, text, rc, msg)                                                          \
+    do {                                                                                           \
+        ck_assert_int_eq(load((pb), (text)), (rc));                                                \
+        ck_assert_str_eq(ps_problem_last_error(pb), (msg));                                        \
     } while (0)
 
 /* The values a problem holds, to compare before and after a failing load. */
@@ -343,7 +343,8 @@ START_TEST(config_int_below_range)
     ps_problem *pb = new_problem();
     ck_assert_load(pb, "{\"pp\": 0}", PS_ECONFIG, "$.pp: must be >= 1, got 0");
     ck_assert_load(pb, "{\"vpp\": 0}", PS_ECONFIG, "$.vpp: must be >= 1, got 0");
-    ck_assert_load(pb, "{\"microbatches\": -3}", PS_ECONFIG, "$.microbatches: must be >= 1, got -3");
+    ck_assert_load(pb, "{\"microbatches\": -3}", PS_ECONFIG,
+                   "$.microbatches: must be >= 1, got -3");
     ck_assert_load(pb, "{\"group_size\": -1}", PS_ECONFIG, "$.group_size: must be >= 0, got -1");
     ps_problem_free(pb);
 }
@@ -631,9 +632,11 @@ START_TEST(config_malformed_line_column)
     ck_assert_load(pb, "{\n  \"pp\": 4,\n  \"vpp\": x\n}\n", PS_EPARSE,
                    "line 3, column 10: malformed JSON near \"x\"");
     /* A trailing comma: the error is at the closing brace on line 3, column 1. */
-    ck_assert_load(pb, "{\n  \"pp\": 4,\n}", PS_EPARSE, "line 3, column 1: malformed JSON near \"}\"");
+    ck_assert_load(pb, "{\n  \"pp\": 4,\n}", PS_EPARSE,
+                   "line 3, column 1: malformed JSON near \"}\"");
     /* A missing colon on line 2. */
-    ck_assert_load(pb, "{\n  \"pp\" 4\n}", PS_EPARSE, "line 2, column 8: malformed JSON near \"4\"");
+    ck_assert_load(pb, "{\n  \"pp\" 4\n}", PS_EPARSE,
+                   "line 2, column 8: malformed JSON near \"4\"");
     /* Columns count characters: the two-byte "é" is one column. */
     ck_assert_load(pb, "{\"schedule\": \"\xC3\xA9\", \"pp\": x}", PS_EPARSE,
                    "line 1, column 25: malformed JSON near \"x}\"");
@@ -685,7 +688,8 @@ START_TEST(config_empty_input)
 {
     ps_problem *pb = new_problem();
     ck_assert_load(pb, "", PS_EPARSE, "line 1, column 1: empty input (expected a JSON object)");
-    ck_assert_load(pb, " \n\t", PS_EPARSE, "line 1, column 1: empty input (expected a JSON object)");
+    ck_assert_load(pb, " \n\t", PS_EPARSE,
+                   "line 1, column 1: empty input (expected a JSON object)");
     ps_problem_free(pb);
 }
 END_TEST

@@ -1,0 +1,204 @@
+/*
+ * The simulator: transfer costs, per-stage costs, fused pairs, memory counting with I/W,
+ * re-use of one simulator across schedules, and its error paths. Expected values are worked
+ * by hand in the comments.
+ * SPDX-License-Identifier: MIT
+ */
+#include "common.h"
+
+static ps_schedule *load(const char *csv)
+{
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    int rc = ps_schedule_load_csv(s, csv, strlen(csv), PS_CSV_AUTO, 0);
+    ck_assert_msg(rc == 0, "load: %s", ps_schedule_last_error(s));
+    return s;
+}
+
+static ps_metrics simulate(ps_schedule *s, ps_problem *pb, ps_sim **out)
+{
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    int rc = ps_sim_run(sim, s, pb);
+    ck_assert_msg(rc == 0, "sim: %s", ps_sim_last_error(sim));
+    ps_metrics m;
+    ck_assert_int_eq(ps_sim_metrics(sim, &m), 0);
+    *out = sim;
+    return m;
+}
+
+START_TEST(sim_transfer_cost)
+{
+    /* 1F1B, p = 2, m = 1, f = 1, b + w = 2, c = 1:
+     * 0F0 0-1; arrives 2; 1F0 2-3; 1B0 3-5; arrives 6; 0B0 6-8. */
+    ps_problem *pb = make_problem("1f1b", 2, 1, 1, 1, 1, 1, 1);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ps_sim *sim;
+    ps_metrics m = simulate(s, pb, &sim);
+    ck_assert_double_eq(m.makespan, 8);
+    ck_assert_double_eq(ps_sim_starts(sim, 1)[0], 2);
+    ck_assert_double_eq(ps_sim_starts(sim, 0)[1], 6);
+    ps_rank_metrics r0;
+    ps_sim_rank_metrics(sim, 0, &r0);
+    ck_assert_double_eq(r0.busy, 3);
+    ck_assert_double_eq(r0.span, 8);
+    ck_assert_double_eq(r0.idle, 5);
+    ck_assert_double_eq(m.bubble, 5);
+    ck_assert_double_eq_tol(m.bubble_ratio, 1 - 6.0 / 16.0, 1e-12);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(sim_colocated_stages_skip_transfer)
+{
+    /* V placement on 2 ranks (stages 1 and 2 on rank 1), c = 10, f = b = 1, w = 0:
+     * 0F0 0-1 | 1F0 11-12 | 2F0 12-13 (same rank, no c) | 3F0 23-24 | 3B0 24-25 |
+     * 2B0 35-36 | 1B0 36-37 | 0B0 47-48. */
+    ps_schedule *s = load("0F0,3F0,3B0,0B0\n1F0,2F0,2B0,1B0\n");
+    ps_problem *pb = make_problem("1f1b", 2, 1, 1, 1, 1, 0, 10);
+    ps_sim *sim;
+    ps_metrics m = simulate(s, pb, &sim);
+    ck_assert_double_eq(m.makespan, 48);
+    const double *st1 = ps_sim_starts(sim, 1);
+    ck_assert_double_eq(st1[0], 11);
+    ck_assert_double_eq(st1[1], 12);
+    ck_assert_double_eq(st1[2], 35);
+    ck_assert_double_eq(st1[3], 36);
+    ps_sim_free(sim);
+    ps_problem_free(pb);
+    ps_schedule_free(s);
+}
+END_TEST
+
+START_TEST(sim_stage_costs)
+{
+    /* GPipe p = 2, m = 2 with stage 0: f=1,b=1,w=0 and stage 1: f=3,b=2,w=1.
+     * Rank 0: F0 0-1, F1 1-2. Rank 1: F0 1-4, F1 4-7, B0 7-10, B1 10-13.
+     * Rank 0: B0 10-11, B1 13-14. */
+    ps_schedule *s = load("0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n");
+    ps_problem *pb = make_problem("gpipe", 2, 1, 2, 1, 1, 1, 0);
+    const ps_stage_cost sc[2] = {{1, 1, 0}, {3, 2, 1}};
+    ck_assert_int_eq(ps_problem_set_stage_costs(pb, sc, 2), 0);
+    ps_sim *sim;
+    ps_metrics m = simulate(s, pb, &sim);
+    ck_assert_double_eq(m.makespan, 14);
+    ck_assert_double_eq(ps_sim_starts(sim, 0)[2], 10);
+    ck_assert_double_eq(ps_sim_ends(sim, 1)[3], 13);
+    ps_action b1 = {PS_B, 0, 0, 1, 0, 0, 0};
+    ck_assert_double_eq(ps_sim_duration(sim, &b1), 3);
+    /* Wrong count of stage costs. */
+    const ps_stage_cost three[3] = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}};
+    ck_assert_int_eq(ps_problem_set_stage_costs(pb, three, 3), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_sim_last_error(sim), "3 entries but the schedule has 2"));
+    ck_assert_int_eq(ps_problem_set_stage_costs(pb, NULL, 0), 0);
+    ck_assert_int_eq(ps_problem_stage_costs(pb, NULL), 0);
+    ps_sim_free(sim);
+    ps_problem_free(pb);
+    ps_schedule_free(s);
+}
+END_TEST
+
+START_TEST(sim_fused_pairs_and_memory)
+{
+    /* One rank, two stages (0 and 1), 2 micro-batches, split backward:
+     * 0F0 1F0 1I0 (0F1;0I0) 1F1... written so that a fused pair runs F of mb 1 with the
+     * input-backward of mb 0 on stage 0. f = 1, b = 2, w = 1, fb default = f + b = 3.
+     * Order: 0F0 0-1, 1F0 1-2, 1I0 2-4, (0F1;0I0) 4-7, 1F1 7-8, 1B1 8-11, 0B1 11-14,
+     * 1W0 14-15, 0W0 15-16. Activations: +1 +1 0 (+1 peak 3, 0) +1 (peak 4) -1 -1 -1 -1. */
+    ps_schedule *s = load("0F0,1F0,1I0,(0F1;0I0)OVERLAP_F_B,1F1,1B1,0B1,1W0,0W0\n");
+    ps_problem *pb = make_problem("1f1b", 1, 1, 1, 1, 2, 1, 0);
+    ps_sim *sim;
+    ck_assert_int_eq(ps_schedule_validate(s), 0);
+    ps_metrics m = simulate(s, pb, &sim);
+    ck_assert_double_eq(m.makespan, 16);
+    ck_assert_double_eq(ps_sim_starts(sim, 0)[4], 7);
+    ps_rank_metrics r;
+    ps_sim_rank_metrics(sim, 0, &r);
+    ck_assert_int_eq(r.peak_activations, 4);
+    ck_assert_double_eq(r.idle, 0);
+    /* An explicit fused cost replaces f + b. */
+    ck_assert_int_eq(ps_problem_set_cost(pb, PS_COST_FB, 2), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ps_sim_metrics(sim, &m);
+    ck_assert_double_eq(m.makespan, 15);
+    ps_sim_free(sim);
+    ps_problem_free(pb);
+    ps_schedule_free(s);
+}
+END_TEST
+
+START_TEST(sim_reuse_across_sizes)
+{
+    ps_sim *sim;
+    ps_schedule *s;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    const int sizes[][3] = {{2, 1, 4}, {8, 2, 32}, {1, 1, 1}, {4, 4, 16}};
+    for (int i = 0; i < 4; i++) {
+        ps_problem *pb = make_problem("interleaved", sizes[i][0], sizes[i][1], sizes[i][2], 1,
+                                      1, 1, 0);
+        ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+        ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+        ps_metrics m;
+        ps_sim_metrics(sim, &m);
+        int p = sizes[i][0], v = sizes[i][1], mb = sizes[i][2];
+        ck_assert_double_eq(m.makespan, 3.0 * (mb * v + p - 1));
+        ps_problem_free(pb);
+    }
+    ps_schedule_free(s);
+    ps_sim_free(sim);
+}
+END_TEST
+
+START_TEST(sim_errors)
+{
+    ps_sim *sim;
+    ps_problem *pb;
+    ps_schedule *s;
+    ps_metrics m;
+    ps_rank_metrics rm;
+    ck_assert_int_eq(ps_sim_new(NULL, NULL), PS_EINVAL);
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_problem_new(&pb, NULL), 0);
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(NULL, s, pb), PS_EINVAL);
+    ck_assert_int_eq(ps_sim_run(sim, NULL, pb), PS_EINVAL);
+    ck_assert_int_eq(ps_sim_run(sim, s, NULL), PS_EINVAL);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), PS_EINVAL); /* empty schedule */
+    ck_assert_int_eq(ps_sim_metrics(sim, &m), PS_ESTATE);
+    ck_assert_int_eq(ps_sim_rank_metrics(sim, 0, &rm), PS_ESTATE);
+    ck_assert_ptr_null(ps_sim_starts(sim, 0));
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ck_assert_int_eq(ps_sim_rank_metrics(sim, 4, &rm), PS_EINVAL);
+    ck_assert_int_eq(ps_sim_rank_metrics(sim, -1, &rm), PS_EINVAL);
+    ck_assert_ptr_null(ps_sim_ends(sim, 4));
+    ck_assert_int_eq(ps_sim_metrics(sim, NULL), PS_EINVAL);
+    ck_assert_str_eq(ps_sim_last_error(NULL), "invalid argument: NULL simulator");
+    ps_sim_free(sim);
+    ps_sim_free(NULL);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("sim");
+    TCase *tc = tcase_create("timing");
+    tcase_add_test(tc, sim_transfer_cost);
+    tcase_add_test(tc, sim_colocated_stages_skip_transfer);
+    tcase_add_test(tc, sim_stage_costs);
+    tcase_add_test(tc, sim_fused_pairs_and_memory);
+    tcase_add_test(tc, sim_reuse_across_sizes);
+    suite_add_tcase(su, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, sim_errors);
+    suite_add_tcase(su, tc);
+    return run_suite(su);
+}
