@@ -59,6 +59,6 @@ void ps__adderr(char *buf, const char *fmt, ...)
     va_end(ap);
     if (n < 0 || (size_t)n >= PS__ERRLEN - used - sizeof more) {
         /* Say that the message was cut rather than cutting it silently. */
-        memcpy(buf + PS__ERRLEN - sizeof more, more, sizeof more);
+        memcpy(buf + PS__ERRLEN - sizeof more - 1, more, sizeof more);
     }
 }

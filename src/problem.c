@@ -88,7 +88,7 @@ int ps_problem_set_int(ps_problem *pb, ps_param which, long long v)
         return 0;
     case PS_PARAM_GROUP_SIZE:
         if (v < 0 || v > PS_MAX_MICROBATCHES)
-            return ps__seterr(pb->err, PS_ERANGE, "group_size must be in [1, %d]; got %lld",
+            return ps__seterr(pb->err, PS_ERANGE, "group_size must be in [0, %d] (0 = pp); got %lld",
                               PS_MAX_MICROBATCHES, v);
         pb->group = v;
         return 0;

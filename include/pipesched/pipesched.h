@@ -136,7 +136,7 @@ typedef struct ps_problem ps_problem;
 
 typedef enum ps_param {
     PS_PARAM_PP = 0,           /* pipeline ranks p (default 4) */
-    PS_PARAM_VPP = 1,          /* chunks per rank v (default 1; some families fix it) */
+    PS_PARAM_VPP = 1,          /* chunks per rank v (default 0 = the family default: 1, or 2 for V) */
     PS_PARAM_MICROBATCHES = 2, /* micro-batches m (default 8) */
     PS_PARAM_GROUP_SIZE = 3    /* interleaved micro-batch group size G (0 = default p) */
 } ps_param;
