@@ -58,23 +58,36 @@ int ps__interleaved_rounds_check(const ps__params *p, char *why)
 }
 
 /*
- * Forward k of rank r: group g = k / (G v) (the last group may be shorter), then within the
- * group chunk = (k - start) / size and mb = group start + (k - start) % size.
+ * Walks Megatron's schedule table: micro-batches in groups of G (the last group takes the
+ * remainder); within a group, chunk 0 of every member, then chunk 1, ... Incremental, so
+ * that generation does no division per action.
  */
-static inline void table_entry(int64_t k, int32_t m, int32_t v, int32_t G, int32_t *mb,
-                               int32_t *chunk)
+typedef struct table_it {
+    int32_t m, v, G;
+    int32_t gstart, gsize, chunk, in;
+} table_it;
+
+static inline void it_init(table_it *t, int32_t m, int32_t v, int32_t G)
 {
-    int64_t full = (int64_t)(m / G) * G * v; /* entries covered by full groups */
-    if (k < full) {
-        int64_t g = k / ((int64_t)G * v), in = k % ((int64_t)G * v);
-        *chunk = (int32_t)(in / G);
-        *mb = (int32_t)(g * G + in % G);
-    } else {
-        int32_t size = m % G;
-        int64_t in = k - full;
-        *chunk = (int32_t)(in / size);
-        *mb = (int32_t)((m / G) * G + in % size);
-    }
+    t->m = m;
+    t->v = v;
+    t->G = G;
+    t->gstart = 0;
+    t->gsize = G < m ? G : m;
+    t->chunk = 0;
+    t->in = 0;
+}
+
+static inline void it_next(table_it *t)
+{
+    if (++t->in < t->gsize)
+        return;
+    t->in = 0;
+    if (++t->chunk < t->v)
+        return;
+    t->chunk = 0;
+    t->gstart += t->gsize;
+    t->gsize = t->m - t->gstart < t->G ? t->m - t->gstart : t->G;
 }
 
 /* Shared body: warm-up count per rank given by warm_base + factor (p-r-1). */
@@ -82,25 +95,22 @@ static void emit_interleaved(ps_schedule *s, const ps__params *p, int32_t G, int
                              int64_t warm_base)
 {
     int64_t total = (int64_t)p->m * p->v;
-    for (int32_t r = 0; r < p->p; r++) {
-        int64_t warm = warm_base + (int64_t)factor * (p->p - r - 1);
+    int32_t v = p->v, pp = p->p;
+    for (int32_t r = 0; r < pp; r++) {
+        int64_t warm = warm_base + (int64_t)factor * (pp - r - 1);
         if (warm > total)
             warm = total;
-        int32_t mb, c;
-        for (int64_t k = 0; k < warm; k++) {
-            table_entry(k, p->m, p->v, G, &mb, &c);
-            ps__emit(s, r, PS_F, c * p->p + r, mb);
+        table_it f, b;
+        it_init(&f, p->m, v, G);
+        it_init(&b, p->m, v, G);
+        for (int64_t k = 0; k < warm; k++, it_next(&f))
+            ps__emit(s, r, PS_F, f.chunk * pp + r, f.gstart + f.in);
+        for (int64_t k = 0; k + warm < total; k++, it_next(&f), it_next(&b)) {
+            ps__emit(s, r, PS_F, f.chunk * pp + r, f.gstart + f.in);
+            ps__emit(s, r, PS_B, (v - 1 - b.chunk) * pp + r, b.gstart + b.in);
         }
-        for (int64_t k = 0; k + warm < total; k++) {
-            table_entry(k + warm, p->m, p->v, G, &mb, &c);
-            ps__emit(s, r, PS_F, c * p->p + r, mb);
-            table_entry(k, p->m, p->v, G, &mb, &c);
-            ps__emit(s, r, PS_B, (p->v - 1 - c) * p->p + r, mb);
-        }
-        for (int64_t k = total - warm; k < total; k++) {
-            table_entry(k, p->m, p->v, G, &mb, &c);
-            ps__emit(s, r, PS_B, (p->v - 1 - c) * p->p + r, mb);
-        }
+        for (int64_t k = total - warm; k < total; k++, it_next(&b))
+            ps__emit(s, r, PS_B, (v - 1 - b.chunk) * pp + r, b.gstart + b.in);
     }
 }
 

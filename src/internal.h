@@ -80,6 +80,12 @@ struct ps_schedule {
     size_t acts_cap;
     int64_t *off, *len;
 
+    /* stage_rank, the path tables, mb_path, off and len live in one block (meta, meta_size
+     * bytes); acts is kept across regenerations while big enough, because fresh pages cost
+     * more than the generation itself at small sizes. */
+    void *meta;
+    size_t meta_size;
+
     /* Lowered lists (compute + SEND/RECV), same layout. */
     int lowered;
     ps_action *lacts;

@@ -108,11 +108,11 @@ int ps_schedule_lower(ps_schedule *s)
     ps__engine e;
     if (ps__engine_init(&e, s, &lower_ops, &ctx, al))
         goto oom;
-    ps__engine_start(&e);
+    ps__engine_run_sync(&e, &lower_ops);
     int done = ps__engine_finished(&e);
     if (!done) {
         ps__seterr(s->err, PS_EDEADLOCK, "cannot lower: deadlock after %lld of %lld actions:",
-                   (long long)e.done, (long long)e.total);
+                   (long long)ps__engine_done(&e), (long long)e.total);
         ps__engine_describe(&e, s->err);
     }
     ps__engine_destroy(&e);

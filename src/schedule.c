@@ -35,24 +35,23 @@ void ps__schedule_drop_lowered(ps_schedule *s)
     s->lowered = 0;
 }
 
+/* Frees the metadata block (placement, paths, offsets) and forgets its pointers. */
+static void free_meta(ps_schedule *s)
+{
+    ps__free(&s->al, s->meta, s->meta_size, 1);
+    s->meta = NULL;
+    s->meta_size = 0;
+    s->stage_rank = s->path_stages = s->path_off = s->path_len = NULL;
+    s->path_mb0 = s->path_mbn = s->path_next = s->path_prev = s->path_pos = NULL;
+    s->mb_path = NULL;
+    s->off = s->len = NULL;
+}
+
 void ps__schedule_clear(ps_schedule *s)
 {
-    const ps_allocator *a = &s->al;
-    size_t np = (size_t)s->npaths, ns = (size_t)s->nstages;
     ps__schedule_drop_lowered(s);
-    ps__free(a, s->stage_rank, ns, sizeof(int32_t));
-    ps__free(a, s->path_stages, s->path_off ? (size_t)s->path_off[np] : 0, sizeof(int32_t));
-    ps__free(a, s->path_off, np + 1, sizeof(int32_t));
-    ps__free(a, s->path_len, np, sizeof(int32_t));
-    ps__free(a, s->path_mb0, np, sizeof(int32_t));
-    ps__free(a, s->path_mbn, np, sizeof(int32_t));
-    ps__free(a, s->path_next, np * ns, sizeof(int32_t));
-    ps__free(a, s->path_prev, np * ns, sizeof(int32_t));
-    ps__free(a, s->path_pos, np * ns, sizeof(int32_t));
-    ps__free(a, s->mb_path, (size_t)s->m, 1);
-    ps__free(a, s->acts, s->acts_cap, sizeof *s->acts);
-    ps__free(a, s->off, (size_t)s->pp + 1, sizeof *s->off);
-    ps__free(a, s->len, (size_t)s->pp, sizeof *s->len);
+    free_meta(s);
+    ps__free(&s->al, s->acts, s->acts_cap, sizeof *s->acts);
     ps_allocator keep = s->al;
     memset(s, 0, sizeof *s);
     s->al = keep;
@@ -73,49 +72,69 @@ const char *ps_schedule_last_error(const ps_schedule *s)
     return s ? s->err : "invalid argument: NULL schedule";
 }
 
+/* Takes n elements of size bytes from the block at *at (8-byte aligned pieces). */
+static void *carve(char **at, size_t n, size_t size)
+{
+    void *p = *at;
+    *at += (n * size + 7) & ~(size_t)7;
+    return p;
+}
+
 int ps__schedule_alloc(ps_schedule *s, int32_t pp, int32_t nstages, int32_t m, int32_t npaths,
                        const int64_t *cap, int64_t per_rank, int32_t path_total)
 {
     const ps_allocator *a = &s->al;
-    size_t np = (size_t)npaths, ns = (size_t)nstages;
-    ps__schedule_clear(s);
+    size_t np = (size_t)npaths, ns = (size_t)nstages, p = (size_t)pp;
+    ps__schedule_drop_lowered(s);
+    free_meta(s);
+    int64_t total = 0;
+    for (int32_t r = 0; r < pp; r++)
+        total += cap ? cap[r] : per_rank;
+#define PIECE(n, size) ((((size_t)(n)) * (size) + 7) & ~(size_t)7)
+    size_t bytes = PIECE(ns, 4) + PIECE(path_total, 4) + PIECE(np + 1, 4) + 3 * PIECE(np, 4) +
+                   3 * PIECE(np * ns, 4) + (npaths > 1 ? PIECE(m, 1) : 0) + PIECE(p + 1, 8) +
+                   PIECE(p, 8);
+#undef PIECE
+    s->meta = ps__calloc(a, bytes, 1);
+    if (!s->meta)
+        goto oom;
+    s->meta_size = bytes;
+    char *at = s->meta;
+    s->off = carve(&at, p + 1, sizeof *s->off);
+    s->len = carve(&at, p, sizeof *s->len);
+    s->stage_rank = carve(&at, ns, sizeof(int32_t));
+    s->path_stages = carve(&at, (size_t)path_total, sizeof(int32_t));
+    s->path_off = carve(&at, np + 1, sizeof(int32_t));
+    s->path_len = carve(&at, np, sizeof(int32_t));
+    s->path_mb0 = carve(&at, np, sizeof(int32_t));
+    s->path_mbn = carve(&at, np, sizeof(int32_t));
+    s->path_next = carve(&at, np * ns, sizeof(int32_t));
+    s->path_prev = carve(&at, np * ns, sizeof(int32_t));
+    s->path_pos = carve(&at, np * ns, sizeof(int32_t));
+    s->mb_path = npaths > 1 ? carve(&at, (size_t)m, 1) : NULL;
+    if (!s->acts || s->acts_cap < (size_t)total) {
+        ps__free(a, s->acts, s->acts_cap, sizeof *s->acts);
+        s->acts_cap = 0;
+        s->acts = ps__alloc(a, (size_t)total, sizeof *s->acts);
+        if (!s->acts)
+            goto oom;
+        s->acts_cap = (size_t)total;
+    }
     s->pp = pp;
     s->nstages = nstages;
     s->m = m;
     s->npaths = npaths;
     s->param_copies = 1;
-    s->off = ps__alloc(a, (size_t)pp + 1, sizeof *s->off);
-    s->len = ps__calloc(a, (size_t)pp, sizeof *s->len);
-    s->stage_rank = ps__alloc(a, ns, sizeof(int32_t));
-    s->path_off = ps__calloc(a, np + 1, sizeof(int32_t));
-    s->path_len = ps__calloc(a, np, sizeof(int32_t));
-    s->path_mb0 = ps__calloc(a, np, sizeof(int32_t));
-    s->path_mbn = ps__calloc(a, np, sizeof(int32_t));
-    s->path_next = ps__alloc(a, np * ns, sizeof(int32_t));
-    s->path_prev = ps__alloc(a, np * ns, sizeof(int32_t));
-    s->path_pos = ps__alloc(a, np * ns, sizeof(int32_t));
-    if (!s->off || !s->len || !s->stage_rank || !s->path_off || !s->path_len || !s->path_mb0 ||
-        !s->path_mbn || !s->path_next || !s->path_prev || !s->path_pos)
-        goto oom;
-    s->path_stages = ps__alloc(a, (size_t)path_total, sizeof(int32_t));
-    if (!s->path_stages)
-        goto oom;
-    s->path_off[np] = path_total; /* so that clear() knows the size even if unfinished */
-    if (npaths > 1) {
-        s->mb_path = ps__calloc(a, (size_t)m, 1);
-        if (!s->mb_path)
-            goto oom;
-    }
-    int64_t total = 0;
+    s->group = 0;
+    s->family = -1;
+    s->placement = PS__PLACE_CUSTOM;
+    s->path_off[np] = path_total;
+    total = 0;
     for (int32_t r = 0; r < pp; r++) {
         s->off[r] = total;
         total += cap ? cap[r] : per_rank;
     }
     s->off[pp] = total;
-    s->acts = ps__alloc(a, (size_t)total, sizeof *s->acts);
-    if (!s->acts)
-        goto oom;
-    s->acts_cap = (size_t)total;
     return 0;
 oom:
     ps__schedule_clear(s);

@@ -312,10 +312,10 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         sim->s = NULL;
         return ps__seterr(sim->err, rc, "out of memory");
     }
-    ps__engine_start(&e);
+    ps__engine_run_sync(&e, &sim_ops);
     if (!ps__engine_finished(&e)) {
         ps__seterr(sim->err, PS_EDEADLOCK, "deadlock after %lld of %lld actions:",
-                   (long long)e.done, (long long)e.total);
+                   (long long)ps__engine_done(&e), (long long)e.total);
         ps__engine_describe(&e, sim->err);
         ps__engine_destroy(&e);
         sim->s = NULL;

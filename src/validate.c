@@ -302,10 +302,10 @@ int ps_schedule_validate(ps_schedule *s)
     int rc = ps__engine_init(&e, s, &null_ops, NULL, &s->al);
     if (rc)
         return ps__seterr(s->err, rc, "out of memory");
-    ps__engine_start(&e);
+    ps__engine_run_sync(&e, &null_ops);
     if (!ps__engine_finished(&e)) {
         ps__seterr(s->err, PS_EDEADLOCK, "deadlock after %lld of %lld actions:",
-                   (long long)e.done, (long long)e.total);
+                   (long long)ps__engine_done(&e), (long long)e.total);
         ps__engine_describe(&e, s->err);
         ps__engine_destroy(&e);
         return PS_EDEADLOCK;
