@@ -49,7 +49,8 @@ typedef struct ctx {
 static void ctx_init(ctx *c, const char *fam, int pp, int vpp, int m)
 {
     if (ps_problem_new(&c->pb, NULL) || ps_problem_set_schedule(c->pb, fam) ||
-        ps_problem_set_int(c->pb, PS_PARAM_PP, pp) || ps_problem_set_int(c->pb, PS_PARAM_VPP, vpp) ||
+        ps_problem_set_int(c->pb, PS_PARAM_PP, pp) ||
+        ps_problem_set_int(c->pb, PS_PARAM_VPP, vpp) ||
         ps_problem_set_int(c->pb, PS_PARAM_MICROBATCHES, m) || ps_schedule_new(&c->s, NULL) ||
         ps_sim_new(&c->sim, NULL)) {
         fprintf(stderr, "bench: setup failed\n");
@@ -97,8 +98,8 @@ static void bench_small(int quick)
         t[b] = (now() - t0) / per;
     }
     double med = median(t, BATCHES);
-    printf("pp16/vpp2/m64 interleaved: %zu actions, makespan %g\n",
-           ps_schedule_total_actions(c.s), mk);
+    printf("pp16/vpp2/m64 interleaved: %zu actions, makespan %g\n", ps_schedule_total_actions(c.s),
+           mk);
     printf("  one core: %.1f us per scenario (median of %d batches of %d), %.0f scenarios/s\n",
            med * 1e6, BATCHES, per, 1 / med);
     ctx_free(&c);

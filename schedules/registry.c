@@ -9,15 +9,17 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ROW(n, name, aliases, desc, cons, place, vpp, units)                                  \
-    {name, aliases, desc, cons, place, vpp, units, ps__##n##_check, ps__##n##_generate}
+#define ROW(n, name, aliases, desc, cons, place, vpp, units)                                       \
+    {                                                                                              \
+        name, aliases, desc, cons, place, vpp, units, ps__##n##_check, ps__##n##_generate          \
+    }
 
 const ps__family ps__families[] = {
     ROW(gpipe, "gpipe", "GPipe,ScheduleGPipe,fill-drain", "all forwards, then all backwards",
         "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 2),
     ROW(1f1b, "1f1b", "1F1B,Schedule1F1B,pipedream-flush",
-        "one-forward-one-backward after a warm-up of min(p-r-1, m) forwards",
-        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 2),
+        "one-forward-one-backward after a warm-up of min(p-r-1, m) forwards", "vpp = 1; any m >= 1",
+        PS__PLACE_LOOP, 1, 2),
     ROW(interleaved, "interleaved",
         "Interleaved1F1B,ScheduleInterleaved1F1B,megatron-interleaved,vpp",
         "Megatron interleaved 1F1B: loop placement, warm-up 2(p-r-1)+(v-1)G",
@@ -35,7 +37,10 @@ const ps__family ps__families[] = {
 
 const size_t ps__nfamilies = sizeof ps__families / sizeof ps__families[0];
 
-size_t ps_family_count(void) { return ps__nfamilies; }
+size_t ps_family_count(void)
+{
+    return ps__nfamilies;
+}
 
 static void fill_info(size_t i, ps_family_info *out)
 {
@@ -150,8 +155,8 @@ int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
     if (f->check(&p, s->err))
         return PS_EUNSUPPORTED;
 
-    int rc = ps__schedule_alloc(s, p.p, (int32_t)nstages, p.m, copies,
-                                NULL, (int64_t)p.v * p.m * f->units, (int32_t)nstages);
+    int rc = ps__schedule_alloc(s, p.p, (int32_t)nstages, p.m, copies, NULL,
+                                (int64_t)p.v * p.m * f->units, (int32_t)nstages);
     if (rc)
         return rc;
     s->family = pb->family;

@@ -8,8 +8,8 @@
 
 #include "../src/internal.h"
 
-#define PS__FAMILY_DECL(n)                                                                     \
-    int ps__##n##_check(const ps__params *p, char *why);                                       \
+#define PS__FAMILY_DECL(n)                                                                         \
+    int ps__##n##_check(const ps__params *p, char *why);                                           \
     int ps__##n##_generate(ps_schedule *s, const ps__params *p);
 
 PS__FAMILY_DECL(gpipe)

@@ -144,8 +144,8 @@ void ps__engine_describe(const ps__engine *e, char *buf)
             ps__adderr(buf, "\n  rank %d: running %s", r, name);
             continue;
         }
-        ps__adderr(buf, "\n  rank %d: blocked at step %lld on %s, which ", r,
-                   (long long)e->cur[r], name);
+        ps__adderr(buf, "\n  rank %d: blocked at step %lld on %s, which ", r, (long long)e->cur[r],
+                   name);
         int fwd_part_ready = 1;
         if (a->kind == PS_F || a->kind == PS_FB) {
             fwd_part_ready = ps__eng_fwd_ready(e, a->stage, a->mb);

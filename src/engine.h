@@ -62,14 +62,14 @@ typedef struct ps__engine {
     const uint8_t *mb_path;
     size_t nstages, m;
     int32_t pp;
-    int64_t *cur;      /* per rank: index of the next action */
+    int64_t *cur; /* per rank: index of the next action */
     /* int32_t rather than uint8_t: a store through a char type may alias anything, which
      * would force the hot loop to reload every table pointer after each store. */
-    int32_t *running;  /* per rank: an issued action has not completed */
-    int32_t *queued;   /* per rank: on the work queue */
-    int32_t *queue;    /* ring of ranks to advance */
+    int32_t *running; /* per rank: an issued action has not completed */
+    int32_t *queued;  /* per rank: on the work queue */
+    int32_t *queue;   /* ring of ranks to advance */
     int32_t qhead, qcount;
-    ps__flag *st;      /* per (stage, mb): PS__ST_* flags, index stage * m + mb */
+    ps__flag *st; /* per (stage, mb): PS__ST_* flags, index stage * m + mb */
     int64_t total, in_flight_transfers;
 } ps__engine;
 
@@ -178,8 +178,8 @@ PS__HOT void ps__eng_send(ps__engine *e, const ps__engine_ops *ops, int dir, int
     }
 }
 
-PS__HOT void ps__eng_finish_fwd(ps__engine *e, const ps__engine_ops *ops, int32_t r,
-                                int32_t stage, int32_t mb)
+PS__HOT void ps__eng_finish_fwd(ps__engine *e, const ps__engine_ops *ops, int32_t r, int32_t stage,
+                                int32_t mb)
 {
     ps__flag *st = &e->st[ps__eng_idx(e, stage, mb)];
     *st |= PS__ST_F_DONE;
@@ -194,8 +194,7 @@ PS__HOT void ps__eng_finish_bwd(ps__engine *e, const ps__engine_ops *ops, int32_
     ps__eng_send(e, ops, 1, r, stage, mb, ps__eng_prev(e, stage, mb), st);
 }
 
-PS__HOT void ps__eng_finish(ps__engine *e, const ps__engine_ops *ops, int32_t r,
-                            const ps_action *a)
+PS__HOT void ps__eng_finish(ps__engine *e, const ps__engine_ops *ops, int32_t r, const ps_action *a)
 {
     switch (a->kind) {
     case PS_F:

@@ -13,8 +13,8 @@ const char *ps_strerror(int err)
     switch (err) {
     case PS_OK:
         return "success";
-#define PS__ERRNO_MSG(name, value, msg)                                                        \
-    case PS_##name:                                                                            \
+#define PS__ERRNO_MSG(name, value, msg)                                                            \
+    case PS_##name:                                                                                \
         return msg;
         PS_ERRNO_MAP(PS__ERRNO_MSG)
 #undef PS__ERRNO_MSG
@@ -28,8 +28,8 @@ const char *ps_err_name(int err)
     switch (err) {
     case PS_OK:
         return "OK";
-#define PS__ERRNO_NAME(name, value, msg)                                                       \
-    case PS_##name:                                                                            \
+#define PS__ERRNO_NAME(name, value, msg)                                                           \
+    case PS_##name:                                                                                \
         return #name;
         PS_ERRNO_MAP(PS__ERRNO_NAME)
 #undef PS__ERRNO_NAME

@@ -49,7 +49,8 @@ static void puts_(out *o, const char *s)
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void putf(out *o, const char *fmt, ...)
+static void
+putf(out *o, const char *fmt, ...)
 {
     char tmp[512];
     va_list ap;
@@ -192,8 +193,9 @@ static void export_timed(out *o, const ps_schedule *s, const ps_sim *sim)
 static void put_action_json(out *o, const ps_action *a, const double *st, const double *en)
 {
     if (a->kind == PS_FB) {
-        putf(o, "{\"op\":\"FB\",\"f\":{\"stage\":%d,\"mb\":%d},\"b\":{\"op\":\"%s\",\"stage\":%d,"
-                "\"mb\":%d}",
+        putf(o,
+             "{\"op\":\"FB\",\"f\":{\"stage\":%d,\"mb\":%d},\"b\":{\"op\":\"%s\",\"stage\":%d,"
+             "\"mb\":%d}",
              a->stage, a->mb, ps_kind_name(a->bkind), a->bstage, a->bmb);
     } else if (a->kind >= PS_SEND_F) {
         putf(o, "{\"op\":\"%s\",\"stage\":%d,\"mb\":%d,\"peer\":%d", ps_kind_name(a->kind),
@@ -270,7 +272,8 @@ static void export_json(out *o, const ps_schedule *s, const ps_sim *sim)
     }
     puts_(o, ",\"ranks\":[");
     for (int32_t r = 0; r < s->pp; r++) {
-        const double *st = sim ? ps_sim_starts(sim, r) : NULL, *en = sim ? ps_sim_ends(sim, r) : NULL;
+        const double *st = sim ? ps_sim_starts(sim, r) : NULL,
+                     *en = sim ? ps_sim_ends(sim, r) : NULL;
         puts_(o, r ? ",\n[" : "\n[");
         for (int64_t i = 0; i < s->len[r]; i++) {
             if (i)
@@ -330,8 +333,8 @@ static const char *category(const ps_action *a)
 /* Cost units are written as milliseconds (trace timestamps are microseconds). */
 #define TRACE_SCALE 1000.0
 
-static void trace_event(out *o, int *first, const char *name, const char *cat, int32_t pid,
-                        int tid, double ts, double dur)
+static void trace_event(out *o, int *first, const char *name, const char *cat, int32_t pid, int tid,
+                        double ts, double dur)
 {
     puts_(o, *first ? "\n" : ",\n");
     *first = 0;
@@ -350,14 +353,17 @@ static void export_trace(out *o, const ps_schedule *s, const ps_sim *sim, double
     char name[128];
     puts_(o, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
     for (int32_t r = 0; r < s->pp; r++) {
-        putf(o, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":"
-                "\"rank %d\"}},",
+        putf(o,
+             "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":"
+             "\"rank %d\"}},",
              first ? "" : ",", r, r);
-        putf(o, "\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{"
-                "\"name\":\"compute\"}},",
+        putf(o,
+             "\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{"
+             "\"name\":\"compute\"}},",
              r);
-        putf(o, "\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{"
-                "\"name\":\"communication\"}}",
+        putf(o,
+             "\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{"
+             "\"name\":\"communication\"}}",
              r);
         first = 0;
     }
@@ -378,7 +384,7 @@ static void export_trace(out *o, const ps_schedule *s, const ps_sim *sim, double
                           (part == 0 && (a->kind == PS_I || a->kind == PS_B));
                 if (!fwd && !bwd)
                     continue;
-                            size_t at = (size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage;
+                size_t at = (size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage;
                 int32_t peer = fwd ? s->path_next[at] : s->path_prev[at];
                 if (peer < 0 || s->stage_rank[peer] == r)
                     continue;

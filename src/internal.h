@@ -48,7 +48,7 @@ void ps__adderr(char *buf, const char *fmt, ...)
 
 struct ps_problem {
     ps_allocator al;
-    int family;   /* registry index */
+    int family; /* registry index */
     long long pp, vpp, m, group;
     double cost[5]; /* indexed by ps_cost */
     ps_stage_cost *stage_costs;
@@ -150,9 +150,9 @@ typedef struct ps__params {
 
 typedef struct ps__family {
     const char *name, *aliases, *description, *constraints;
-    int placement;  /* PS__PLACE_* */
-    int fixed_vpp;  /* 0 = any v, else v must equal it */
-    int units;      /* max actions per (stage, micro-batch) on its rank */
+    int placement; /* PS__PLACE_* */
+    int fixed_vpp; /* 0 = any v, else v must equal it */
+    int units;     /* max actions per (stage, micro-batch) on its rank */
     /* Returns 0 or writes the reason for rejecting p into why (PS__ERRLEN). */
     int (*check)(const ps__params *p, char *why);
     /* Emits the actions into s, whose IR is allocated with placement and paths set. */

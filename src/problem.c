@@ -88,7 +88,8 @@ int ps_problem_set_int(ps_problem *pb, ps_param which, long long v)
         return 0;
     case PS_PARAM_GROUP_SIZE:
         if (v < 0 || v > PS_MAX_MICROBATCHES)
-            return ps__seterr(pb->err, PS_ERANGE, "group_size must be in [0, %d] (0 = pp); got %lld",
+            return ps__seterr(pb->err, PS_ERANGE,
+                              "group_size must be in [0, %d] (0 = pp); got %lld",
                               PS_MAX_MICROBATCHES, v);
         pb->group = v;
         return 0;
@@ -194,7 +195,8 @@ int ps_problem_set_costs_string(ps_problem *pb, const char *spec)
                               (int)(p - spec) + 1, spec);
         int k;
         for (k = 0; k < 5; k++)
-            if ((size_t)(eq - p) == strlen(cost_names[k]) && !strncmp(p, cost_names[k], (size_t)(eq - p)))
+            if ((size_t)(eq - p) == strlen(cost_names[k]) &&
+                !strncmp(p, cost_names[k], (size_t)(eq - p)))
                 break;
         if (k == 5)
             return ps__seterr(pb->err, PS_ECONFIG,

@@ -180,13 +180,34 @@ const char *ps_schedule_family(const ps_schedule *s)
     return s->family >= 0 ? ps__families[s->family].name : "custom";
 }
 
-int ps_schedule_pp(const ps_schedule *s) { return s ? s->pp : 0; }
-int ps_schedule_num_stages(const ps_schedule *s) { return s ? s->nstages : 0; }
-int ps_schedule_microbatches(const ps_schedule *s) { return s ? s->m : 0; }
-int ps_schedule_group_size(const ps_schedule *s) { return s ? s->group : 0; }
-int ps_schedule_param_copies(const ps_schedule *s) { return s ? s->param_copies : 0; }
-int ps_schedule_num_paths(const ps_schedule *s) { return s ? s->npaths : 0; }
-int ps_schedule_is_lowered(const ps_schedule *s) { return s ? s->lowered : 0; }
+int ps_schedule_pp(const ps_schedule *s)
+{
+    return s ? s->pp : 0;
+}
+int ps_schedule_num_stages(const ps_schedule *s)
+{
+    return s ? s->nstages : 0;
+}
+int ps_schedule_microbatches(const ps_schedule *s)
+{
+    return s ? s->m : 0;
+}
+int ps_schedule_group_size(const ps_schedule *s)
+{
+    return s ? s->group : 0;
+}
+int ps_schedule_param_copies(const ps_schedule *s)
+{
+    return s ? s->param_copies : 0;
+}
+int ps_schedule_num_paths(const ps_schedule *s)
+{
+    return s ? s->npaths : 0;
+}
+int ps_schedule_is_lowered(const ps_schedule *s)
+{
+    return s ? s->lowered : 0;
+}
 
 int ps_schedule_vpp(const ps_schedule *s)
 {

@@ -314,8 +314,9 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     }
     ps__engine_run_sync(&e, &sim_ops);
     if (!ps__engine_finished(&e)) {
-        ps__seterr(sim->err, PS_EDEADLOCK, "deadlock after %lld of %lld actions:",
-                   (long long)ps__engine_done(&e), (long long)e.total);
+        ps__seterr(sim->err, PS_EDEADLOCK,
+                   "deadlock after %lld of %lld actions:", (long long)ps__engine_done(&e),
+                   (long long)e.total);
         ps__engine_describe(&e, sim->err);
         ps__engine_destroy(&e);
         sim->s = NULL;

@@ -144,10 +144,10 @@ static int check_lowered(ps_schedule *s)
     for (size_t i = 0; i < sm * P_N; i++)
         pos[i] = -1;
 #define POS(kind, st, mb) pos[((size_t)(st) * (size_t)s->m + (size_t)(mb)) * P_N + (kind)]
-#define LERR(...)                                                                              \
-    do {                                                                                       \
-        if (++nerr <= MAX_LISTED)                                                              \
-            ps__adderr(s->err, __VA_ARGS__);                                                   \
+#define LERR(...)                                                                                  \
+    do {                                                                                           \
+        if (++nerr <= MAX_LISTED)                                                                  \
+            ps__adderr(s->err, __VA_ARGS__);                                                       \
     } while (0)
     for (int32_t r = 0; r < s->pp; r++) {
         const ps_action *a = s->lacts + s->loff[r];
@@ -188,8 +188,8 @@ static int check_lowered(ps_schedule *s)
             ps__action_str(x, name, sizeof name);
             if (x->stage < 0 || x->stage >= s->nstages || x->mb < 0 || x->mb >= s->m ||
                 s->stage_rank[x->stage] != r) {
-                LERR("\n  rank %d, step %lld: %s names a stage or micro-batch not on this rank",
-                     r, (long long)i, name);
+                LERR("\n  rank %d, step %lld: %s names a stage or micro-batch not on this rank", r,
+                     (long long)i, name);
                 continue;
             }
             if (POS(slot, x->stage, x->mb) >= 0)
@@ -250,8 +250,8 @@ static int check_lowered(ps_schedule *s)
             if (x->bstage < 0 || x->bstage >= s->nstages)
                 continue;
             int32_t from = s->stage_rank[x->bstage];
-            int32_t sp = x->kind == PS_RECV_F ? POS(P_SF, x->bstage, x->mb)
-                                              : POS(P_SB, x->bstage, x->mb);
+            int32_t sp =
+                x->kind == PS_RECV_F ? POS(P_SF, x->bstage, x->mb) : POS(P_SB, x->bstage, x->mb);
             if (sp < 0)
                 continue; /* reported above */
             int q;
@@ -266,8 +266,8 @@ static int check_lowered(ps_schedule *s)
             if (sp < last[q]) {
                 char name[96];
                 ps__action_str(x, name, sizeof name);
-                LERR("\n  rank %d, step %lld: %s is received out of the order rank %d sends in",
-                     r, (long long)i, name, from);
+                LERR("\n  rank %d, step %lld: %s is received out of the order rank %d sends in", r,
+                     (long long)i, name, from);
             }
             last[q] = sp;
         }
@@ -304,8 +304,9 @@ int ps_schedule_validate(ps_schedule *s)
         return ps__seterr(s->err, rc, "out of memory");
     ps__engine_run_sync(&e, &null_ops);
     if (!ps__engine_finished(&e)) {
-        ps__seterr(s->err, PS_EDEADLOCK, "deadlock after %lld of %lld actions:",
-                   (long long)ps__engine_done(&e), (long long)e.total);
+        ps__seterr(s->err, PS_EDEADLOCK,
+                   "deadlock after %lld of %lld actions:", (long long)ps__engine_done(&e),
+                   (long long)e.total);
         ps__engine_describe(&e, s->err);
         ps__engine_destroy(&e);
         return PS_EDEADLOCK;

@@ -13,10 +13,10 @@
 #include <string.h>
 
 typedef struct counting_alloc {
-    long calls;    /* allocations (not frees) made so far */
-    long fail_at;  /* fail the allocation with this 1-based number; 0 = never */
-    long live;     /* blocks currently allocated */
-    size_t bytes;  /* bytes currently allocated */
+    long calls;   /* allocations (not frees) made so far */
+    long fail_at; /* fail the allocation with this 1-based number; 0 = never */
+    long live;    /* blocks currently allocated */
+    size_t bytes; /* bytes currently allocated */
 } counting_alloc;
 
 static inline void *counting_fn(void *ud, void *ptr, size_t osize, size_t nsize)

@@ -25,7 +25,8 @@ static int pipeline(const ps_allocator *al, const char *family, int pp, int vpp,
     int rc = ps_problem_new(&pb, al);
     if (rc)
         goto out;
-    if ((rc = ps_problem_set_schedule(pb, family)) || (rc = ps_problem_set_int(pb, PS_PARAM_PP, pp)) ||
+    if ((rc = ps_problem_set_schedule(pb, family)) ||
+        (rc = ps_problem_set_int(pb, PS_PARAM_PP, pp)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_VPP, vpp)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, m)) ||
         (rc = ps_problem_set_stage_costs(pb, sc, (size_t)(pp * vpp))) ||
@@ -60,8 +61,8 @@ START_TEST(alloc_failure_every_call)
         ca.fail_at = n;
         ps_allocator al = counting_allocator(&ca);
         int rc = pipeline(&al, cases[k].family, cases[k].pp, cases[k].vpp, cases[k].m);
-        ck_assert_msg(rc == 0 || rc == PS_ENOMEM, "%s: failing call %ld gave %s",
-                      cases[k].family, n, ps_err_name(rc));
+        ck_assert_msg(rc == 0 || rc == PS_ENOMEM, "%s: failing call %ld gave %s", cases[k].family,
+                      n, ps_err_name(rc));
         ck_assert_msg(ca.live == 0 && ca.bytes == 0, "%s: failing call %ld leaked %ld blocks",
                       cases[k].family, n, ca.live);
         if (rc == 0) {

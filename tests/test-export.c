@@ -49,10 +49,10 @@ static void assert_same_lists(const ps_schedule *a, const ps_schedule *b, int lo
         ck_assert_int_eq(ps_schedule_stage_rank(a, st), ps_schedule_stage_rank(b, st));
     for (int r = 0; r < ps_schedule_pp(a); r++) {
         size_t n = lowered ? ps_schedule_lowered_length(a, r) : ps_schedule_rank_length(a, r);
-        const ps_action *x = lowered ? ps_schedule_lowered_actions(a, r)
-                                     : ps_schedule_rank_actions(a, r);
-        const ps_action *y = lowered ? ps_schedule_lowered_actions(b, r)
-                                     : ps_schedule_rank_actions(b, r);
+        const ps_action *x =
+            lowered ? ps_schedule_lowered_actions(a, r) : ps_schedule_rank_actions(a, r);
+        const ps_action *y =
+            lowered ? ps_schedule_lowered_actions(b, r) : ps_schedule_rank_actions(b, r);
         ck_assert_int_eq(n, lowered ? ps_schedule_lowered_length(b, r)
                                     : ps_schedule_rank_length(b, r));
         for (size_t i = 0; i < n; i++) {
@@ -86,9 +86,9 @@ START_TEST(export_csv_round_trip_every_family)
             buf b = {0};
             if (lowered)
                 ck_assert_int_eq(ps_schedule_lower(s), 0);
-            ck_assert_int_eq(ps_export(s, NULL, lowered ? PS_FORMAT_CSV_COMMS : PS_FORMAT_CSV,
-                                       buf_write, &b),
-                             0);
+            ck_assert_int_eq(
+                ps_export(s, NULL, lowered ? PS_FORMAT_CSV_COMMS : PS_FORMAT_CSV, buf_write, &b),
+                0);
             ck_assert_int_eq(ps_schedule_new(&t, NULL), 0);
             int rc = ps_schedule_load_csv(t, b.data, b.len,
                                           lowered ? PS_CSV_COMPUTE_COMMS : PS_CSV_COMPUTE_ONLY,
@@ -101,9 +101,9 @@ START_TEST(export_csv_round_trip_every_family)
             }
             /* Writing it again gives the same bytes. */
             buf b2 = {0};
-            ck_assert_int_eq(ps_export(t, NULL, lowered ? PS_FORMAT_CSV_COMMS : PS_FORMAT_CSV,
-                                       buf_write, &b2),
-                             0);
+            ck_assert_int_eq(
+                ps_export(t, NULL, lowered ? PS_FORMAT_CSV_COMMS : PS_FORMAT_CSV, buf_write, &b2),
+                0);
             ck_assert_int_eq(b.len, b2.len);
             ck_assert(memcmp(b.data, b2.data, b.len) == 0);
             free(b.data);
@@ -135,9 +135,8 @@ START_TEST(export_json_carries_times)
     ck_assert_int_eq(cJSON_GetArraySize(pl), 8);
     for (int i = 0; i < 8; i++)
         ck_assert_int_eq(cJSON_GetArrayItem(pl, i)->valueint, i % 4);
-    ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "metrics"), "makespan")
-                            ->valuedouble,
-                        57);
+    ck_assert_double_eq(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(root, "metrics"), "makespan")->valuedouble, 57);
     cJSON *ranks = cJSON_GetObjectItem(root, "ranks");
     ck_assert_int_eq(cJSON_GetArraySize(ranks), 4);
     double last_end = 0;
@@ -224,8 +223,7 @@ START_TEST(export_trace_and_metrics)
     ck_assert_int_eq(cJSON_GetArraySize(ranks), 3);
     ck_assert_int_eq(
         cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 0), "peak_activations")->valueint, 3);
-    ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 2), "busy")->valuedouble,
-                        16);
+    ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 2), "busy")->valuedouble, 16);
     cJSON_Delete(root);
     free(m.data);
     ps_sim_free(sim);

@@ -198,8 +198,7 @@ START_TEST(schedule_rejections_explain)
     ck_assert_int_eq(try_gen("interleaved", 4, 2, 8, 2, msg, sizeof msg), PS_EUNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(msg, "pp <= group_size <= m"));
     ck_assert_int_eq(try_gen("interleaved", 4, 2, 8, 9, msg, sizeof msg), PS_EUNSUPPORTED);
-    ck_assert_int_eq(try_gen("interleaved-rounds", 4, 2, 11, 0, msg, sizeof msg),
-                     PS_EUNSUPPORTED);
+    ck_assert_int_eq(try_gen("interleaved-rounds", 4, 2, 11, 0, msg, sizeof msg), PS_EUNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(msg, "rounds = max(1, m // pp) = 2"));
     ck_assert_int_eq(try_gen("gpipe", 4, 2, 8, 0, msg, sizeof msg), PS_EUNSUPPORTED);
     ck_assert_str_eq(msg, "gpipe needs vpp = 1; got vpp=2");

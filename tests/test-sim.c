@@ -140,8 +140,8 @@ START_TEST(sim_reuse_across_sizes)
     ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
     const int sizes[][3] = {{2, 1, 4}, {8, 2, 32}, {1, 1, 1}, {4, 4, 16}};
     for (int i = 0; i < 4; i++) {
-        ps_problem *pb = make_problem("interleaved", sizes[i][0], sizes[i][1], sizes[i][2], 1,
-                                      1, 1, 0);
+        ps_problem *pb =
+            make_problem("interleaved", sizes[i][0], sizes[i][1], sizes[i][2], 1, 1, 1, 0);
         ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
         ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
         ps_metrics m;

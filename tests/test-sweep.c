@@ -57,8 +57,8 @@ static int expected(const char *fam, int p, int v, int m, double F, double B, ex
         e->known = 1;
         e->makespan = ((long long)m * v + p - 1) * (F + B);
         e->bubble = (p - 1) * (F + B);
-        e->peak0 = v == 1 ? min_ll(p, m) : min_ll(2LL * (p - 1) + (long long)(v - 1) * p + 1,
-                                                  (long long)m * v);
+        e->peak0 = v == 1 ? min_ll(p, m)
+                          : min_ll(2LL * (p - 1) + (long long)(v - 1) * p + 1, (long long)m * v);
         return 0;
     }
     if (!strcmp(fam, "interleaved-rounds")) {
@@ -128,13 +128,13 @@ static void path_nb(const ps_schedule *s, int stage, int mb, int *prev, int *nex
     }
 }
 
-static void check_point(const char *fam, ps_schedule *s, ps_sim *sim, ps_problem *pb, int p,
-                        int v, int m, int ci)
+static void check_point(const char *fam, ps_schedule *s, ps_sim *sim, ps_problem *pb, int p, int v,
+                        int m, int ci)
 {
     const double *c3 = cost_sets[ci];
     char where[160];
-    snprintf(where, sizeof where, "%s pp=%d vpp=%d m=%d costs=%g,%g,%g", fam, p, v, m, c3[0],
-             c3[1], c3[2]);
+    snprintf(where, sizeof where, "%s pp=%d vpp=%d m=%d costs=%g,%g,%g", fam, p, v, m, c3[0], c3[1],
+             c3[2]);
     int rc = ps_schedule_validate(s);
     ck_assert_msg(rc == 0, "%s: validate: %s", where, ps_schedule_last_error(s));
     rc = ps_sim_run(sim, s, pb);
@@ -247,8 +247,8 @@ static void check_point(const char *fam, ps_schedule *s, ps_sim *sim, ps_problem
     if (e.known) {
         ps_rank_metrics r0;
         ck_assert_int_eq(ps_sim_rank_metrics(sim, 0, &r0), 0);
-        ck_assert_msg(fabs(met.makespan - e.makespan) < 1e-9, "%s: makespan %g, expected %g",
-                      where, met.makespan, e.makespan);
+        ck_assert_msg(fabs(met.makespan - e.makespan) < 1e-9, "%s: makespan %g, expected %g", where,
+                      met.makespan, e.makespan);
         ck_assert_msg(fabs(met.bubble - e.bubble) < 1e-9, "%s: bubble %g, expected %g", where,
                       met.bubble, e.bubble);
         ck_assert_msg(r0.peak_activations == e.peak0, "%s: peak %lld, expected %lld", where,
@@ -331,8 +331,8 @@ static double reference_makespan(const ps_schedule *s, double c, const double c3
                     path_nb(s, x->stage, x->mb, &prev, &next);
                     if (prev >= 0) {
                         ok &= hf[prev * m + x->mb];
-                        double t = tf[prev * m + x->mb] +
-                                   (ps_schedule_stage_rank(s, prev) != r ? c : 0);
+                        double t =
+                            tf[prev * m + x->mb] + (ps_schedule_stage_rank(s, prev) != r ? c : 0);
                         ready = t > ready ? t : ready;
                     }
                 }
@@ -392,8 +392,8 @@ START_TEST(sweep_transfer_cost)
                     const double c3[3] = {1, 1.5, 0.5};
                     double want = reference_makespan(s, 0.25, c3);
                     ck_assert_msg(fabs(met.makespan - want) < 1e-9,
-                                  "%s pp=%d vpp=%d m=%d c=0.25: makespan %g, reference %g",
-                                  fi.name, p, v, m, met.makespan, want);
+                                  "%s pp=%d vpp=%d m=%d c=0.25: makespan %g, reference %g", fi.name,
+                                  p, v, m, met.makespan, want);
                     /* c > 0 only delays: never faster than with c = 0 */
                     ps_problem_set_cost(pb, PS_COST_C, 0);
                     ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);

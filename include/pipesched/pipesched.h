@@ -34,17 +34,17 @@ extern "C" {
  */
 
 /* X(name, value, message): one table for the enum, ps_strerror() and ps_err_name(). */
-#define PS_ERRNO_MAP(X)                                                                          \
-    X(EINVAL, -1, "invalid argument")                                                            \
-    X(ENOMEM, -2, "out of memory")                                                               \
-    X(ERANGE, -3, "size beyond the documented limit")                                           \
-    X(EPARSE, -4, "malformed input")                                                             \
-    X(ECONFIG, -5, "invalid configuration")                                                      \
-    X(EUNSUPPORTED, -6, "parameters not accepted by the schedule family")                        \
-    X(ENOTFOUND, -7, "unknown name")                                                             \
-    X(EINVALID, -8, "schedule failed validation")                                                \
-    X(EDEADLOCK, -9, "schedule deadlocks")                                                       \
-    X(EIO, -10, "output callback failed")                                                        \
+#define PS_ERRNO_MAP(X)                                                                            \
+    X(EINVAL, -1, "invalid argument")                                                              \
+    X(ENOMEM, -2, "out of memory")                                                                 \
+    X(ERANGE, -3, "size beyond the documented limit")                                              \
+    X(EPARSE, -4, "malformed input")                                                               \
+    X(ECONFIG, -5, "invalid configuration")                                                        \
+    X(EUNSUPPORTED, -6, "parameters not accepted by the schedule family")                          \
+    X(ENOTFOUND, -7, "unknown name")                                                               \
+    X(EINVALID, -8, "schedule failed validation")                                                  \
+    X(EDEADLOCK, -9, "schedule deadlocks")                                                         \
+    X(EIO, -10, "output callback failed")                                                          \
     X(ESTATE, -11, "operation not valid in the current state")
 
 typedef enum ps_errno {
@@ -62,12 +62,12 @@ PS_EXTERN const char *ps_err_name(int err);
 /* ---------------------------------------------------------------------------------------------
  * Limits. Requests beyond them are refused with PS_ERANGE before anything is allocated.
  */
-#define PS_MAX_PP 4096                  /* pipeline ranks */
-#define PS_MAX_VPP 64                   /* chunks (virtual stages) per rank */
-#define PS_MAX_STAGES 65536             /* virtual stages in total */
-#define PS_MAX_MICROBATCHES 1048576     /* micro-batches per iteration */
-#define PS_MAX_ACTIONS 100000000LL      /* compute actions in one schedule (~3.6 GB simulated) */
-#define PS_MAX_COST 1e12                /* largest accepted duration, in cost units */
+#define PS_MAX_PP 4096              /* pipeline ranks */
+#define PS_MAX_VPP 64               /* chunks (virtual stages) per rank */
+#define PS_MAX_STAGES 65536         /* virtual stages in total */
+#define PS_MAX_MICROBATCHES 1048576 /* micro-batches per iteration */
+#define PS_MAX_ACTIONS 100000000LL  /* compute actions in one schedule (~3.6 GB simulated) */
+#define PS_MAX_COST 1e12            /* largest accepted duration, in cost units */
 
 /* ---------------------------------------------------------------------------------------------
  * Memory. Every handle takes an optional allocator (NULL = realloc/free). The function
@@ -85,11 +85,11 @@ typedef struct ps_allocator {
  * Actions
  */
 typedef enum ps_kind {
-    PS_F = 0,    /* forward of one chunk */
-    PS_I = 1,    /* backward for inputs (dX) */
-    PS_W = 2,    /* backward for weights (dW) */
-    PS_B = 3,    /* full backward (I + W) */
-    PS_FB = 4,   /* fused pair: forward {stage, mb} with backward {bkind, bstage, bmb} */
+    PS_F = 0,      /* forward of one chunk */
+    PS_I = 1,      /* backward for inputs (dX) */
+    PS_W = 2,      /* backward for weights (dW) */
+    PS_B = 3,      /* full backward (I + W) */
+    PS_FB = 4,     /* fused pair: forward {stage, mb} with backward {bkind, bstage, bmb} */
     PS_SEND_F = 5, /* stage = sending stage, bstage = receiving stage */
     PS_RECV_F = 6, /* stage = receiving stage, bstage = sending stage */
     PS_SEND_B = 7,
@@ -135,18 +135,18 @@ PS_EXTERN int ps_action_parse(const char *s, size_t len, ps_action *out, size_t 
 typedef struct ps_problem ps_problem;
 
 typedef enum ps_param {
-    PS_PARAM_PP = 0,           /* pipeline ranks p (default 4) */
-    PS_PARAM_VPP = 1,          /* chunks per rank v (default 0 = the family default: 1, or 2 for V) */
+    PS_PARAM_PP = 0,  /* pipeline ranks p (default 4) */
+    PS_PARAM_VPP = 1, /* chunks per rank v (default 0 = the family default: 1, or 2 for V) */
     PS_PARAM_MICROBATCHES = 2, /* micro-batches m (default 8) */
     PS_PARAM_GROUP_SIZE = 3    /* interleaved micro-batch group size G (0 = default p) */
 } ps_param;
 
 typedef enum ps_cost {
-    PS_COST_F = 0,  /* forward of one chunk (default 1) */
-    PS_COST_B = 1,  /* backward for inputs of one chunk (default 1) */
-    PS_COST_W = 2,  /* backward for weights of one chunk (default 1) */
-    PS_COST_C = 3,  /* cross-rank transfer (default 0) */
-    PS_COST_FB = 4  /* fused pair; negative = default (forward + backward part) */
+    PS_COST_F = 0, /* forward of one chunk (default 1) */
+    PS_COST_B = 1, /* backward for inputs of one chunk (default 1) */
+    PS_COST_W = 2, /* backward for weights of one chunk (default 1) */
+    PS_COST_C = 3, /* cross-rank transfer (default 0) */
+    PS_COST_FB = 4 /* fused pair; negative = default (forward + backward part) */
 } ps_cost;
 
 typedef struct ps_stage_cost {
@@ -226,9 +226,9 @@ PS_EXTERN const char *ps_schedule_last_error(const ps_schedule *s);
 PS_EXTERN int ps_schedule_generate(ps_schedule *s, const ps_problem *pb);
 
 typedef enum ps_csv_format {
-    PS_CSV_AUTO = 0,          /* compute_comms if any SEND/RECV cell is present */
-    PS_CSV_COMPUTE_ONLY = 1,  /* PyTorch "compute_only" */
-    PS_CSV_COMPUTE_COMMS = 2  /* PyTorch "compute_comms" */
+    PS_CSV_AUTO = 0,         /* compute_comms if any SEND/RECV cell is present */
+    PS_CSV_COMPUTE_ONLY = 1, /* PyTorch "compute_only" */
+    PS_CSV_COMPUTE_COMMS = 2 /* PyTorch "compute_comms" */
 } ps_csv_format;
 
 /*
@@ -237,8 +237,8 @@ typedef enum ps_csv_format {
  * microbatches > 0 is given; the placement is inferred (a stage on two ranks is an error).
  * Errors name the line and column. The schedule's family is "custom".
  */
-PS_EXTERN int ps_schedule_load_csv(ps_schedule *s, const char *text, size_t len,
-                                   ps_csv_format fmt, int microbatches);
+PS_EXTERN int ps_schedule_load_csv(ps_schedule *s, const char *text, size_t len, ps_csv_format fmt,
+                                   int microbatches);
 
 /* Adds SEND/RECV actions (kept beside the compute lists). PS_EDEADLOCK if impossible. */
 PS_EXTERN int ps_schedule_lower(ps_schedule *s);
@@ -254,10 +254,10 @@ PS_EXTERN int ps_schedule_validate(ps_schedule *s);
 
 PS_EXTERN const char *ps_schedule_family(const ps_schedule *s); /* "custom" when loaded */
 PS_EXTERN int ps_schedule_pp(const ps_schedule *s);
-PS_EXTERN int ps_schedule_vpp(const ps_schedule *s);         /* stages / pp (0 if uneven) */
+PS_EXTERN int ps_schedule_vpp(const ps_schedule *s); /* stages / pp (0 if uneven) */
 PS_EXTERN int ps_schedule_num_stages(const ps_schedule *s);
 PS_EXTERN int ps_schedule_microbatches(const ps_schedule *s);
-PS_EXTERN int ps_schedule_group_size(const ps_schedule *s);  /* 0 when not applicable */
+PS_EXTERN int ps_schedule_group_size(const ps_schedule *s);            /* 0 when not applicable */
 PS_EXTERN int ps_schedule_stage_rank(const ps_schedule *s, int stage); /* -1 if out of range */
 /* Number of distinct model copies a rank holds (2 for bidirectional placements). */
 PS_EXTERN int ps_schedule_param_copies(const ps_schedule *s);

@@ -56,29 +56,32 @@ static void usage_cmd(FILE *f, const char *cmd)
                    "aliases (case-insensitive,\nPyTorch class names accepted), placement and "
                    "constraints.\n");
     } else if (!strcmp(cmd, "generate")) {
-        fprintf(f, "usage: pipesched generate [OPTIONS]\n\nGenerates and validates a schedule "
-                   "and prints it.\n\n%s"
-                   "  -f, --format FMT        table (default), json, csv, csv-comms\n"
-                   "      --timed             table with one column per time unit "
-                   "(simulates)\n",
+        fprintf(f,
+                "usage: pipesched generate [OPTIONS]\n\nGenerates and validates a schedule "
+                "and prints it.\n\n%s"
+                "  -f, --format FMT        table (default), json, csv, csv-comms\n"
+                "      --timed             table with one column per time unit "
+                "(simulates)\n",
                 common_help);
     } else if (!strcmp(cmd, "simulate")) {
-        fprintf(f, "usage: pipesched simulate [OPTIONS]\n\nGenerates, validates and simulates "
-                   "a schedule; prints its metrics.\n\n%s"
-                   "      --json              metrics as JSON\n"
-                   "  -f, --format FMT        also print the timed schedule: table or json\n"
-                   "      --trace FILE        write a Chrome/Perfetto trace "
-                   "(1 cost unit = 1 ms)\n",
+        fprintf(f,
+                "usage: pipesched simulate [OPTIONS]\n\nGenerates, validates and simulates "
+                "a schedule; prints its metrics.\n\n%s"
+                "      --json              metrics as JSON\n"
+                "  -f, --format FMT        also print the timed schedule: table or json\n"
+                "      --trace FILE        write a Chrome/Perfetto trace "
+                "(1 cost unit = 1 ms)\n",
                 common_help);
     } else if (!strcmp(cmd, "check")) {
-        fprintf(f, "usage: pipesched check FILE.csv [OPTIONS]\n\nValidates a PyTorch-style "
-                   "CSV schedule (compute_only or compute_comms, one row\nper rank) and "
-                   "simulates it. pp, stages and micro-batches are inferred from\nthe file; "
-                   "-m sets the micro-batch count explicitly.\n\n%s"
-                   "      --json              metrics as JSON\n"
-                   "  -f, --format FMT        also print the schedule: table, json, csv, "
-                   "csv-comms\n"
-                   "      --trace FILE        write a Chrome/Perfetto trace\n",
+        fprintf(f,
+                "usage: pipesched check FILE.csv [OPTIONS]\n\nValidates a PyTorch-style "
+                "CSV schedule (compute_only or compute_comms, one row\nper rank) and "
+                "simulates it. pp, stages and micro-batches are inferred from\nthe file; "
+                "-m sets the micro-batch count explicitly.\n\n%s"
+                "      --json              metrics as JSON\n"
+                "  -f, --format FMT        also print the schedule: table, json, csv, "
+                "csv-comms\n"
+                "      --trace FILE        write a Chrome/Perfetto trace\n",
                 common_help);
     } else if (!strcmp(cmd, "demo")) {
         fprintf(f, "usage: pipesched demo\n\nShows 1F1B and interleaved 1F1B on 4 ranks, timed, "
@@ -261,10 +264,9 @@ static void print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim)
     ps_metrics m;
     ps_sim_metrics(sim, &m);
     fprintf(f, "schedule %s: pp=%d vpp=%d stages=%d microbatches=%d actions=%zu\n",
-            ps_schedule_family(s), ps_schedule_pp(s), ps_schedule_vpp(s),
-            ps_schedule_num_stages(s), ps_schedule_microbatches(s), ps_schedule_total_actions(s));
-    fprintf(f, "makespan %g  bubble %g  bubble_ratio %.4f\n", m.makespan, m.bubble,
-            m.bubble_ratio);
+            ps_schedule_family(s), ps_schedule_pp(s), ps_schedule_vpp(s), ps_schedule_num_stages(s),
+            ps_schedule_microbatches(s), ps_schedule_total_actions(s));
+    fprintf(f, "makespan %g  bubble %g  bubble_ratio %.4f\n", m.makespan, m.bubble, m.bubble_ratio);
     fprintf(f, "%6s %12s %12s %12s %8s %7s\n", "rank", "busy", "span", "idle", "peak_act",
             "params");
     for (int r = 0; r < ps_schedule_pp(s); r++) {
@@ -298,8 +300,7 @@ static int cmd_list(int argc, char **argv)
             ps_family_get(i, &fi);
             printf("%s\n{\"name\":\"%s\",\"aliases\":\"%s\",\"placement\":\"%s\","
                    "\"description\":\"%s\",\"constraints\":\"%s\"}",
-                   i ? "," : "", fi.name, fi.aliases, fi.placement, fi.description,
-                   fi.constraints);
+                   i ? "," : "", fi.name, fi.aliases, fi.placement, fi.description, fi.constraints);
         }
         printf("\n]\n");
         return EXIT_OK;
@@ -588,8 +589,11 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*fn)(int, char **);
-    } cmds[] = {{"list", cmd_list},         {"generate", cmd_generate}, {"simulate", cmd_simulate},
-                {"check", cmd_check},       {"demo", cmd_demo}};
+    } cmds[] = {{"list", cmd_list},
+                {"generate", cmd_generate},
+                {"simulate", cmd_simulate},
+                {"check", cmd_check},
+                {"demo", cmd_demo}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name))
             return cmds[i].fn(argc - 1, argv + 1);
