@@ -147,8 +147,9 @@ void ps__engine_describe(const ps__engine *e, char *buf)
         ps__adderr(buf, "\n  rank %d: blocked at step %lld on %s, which ", r, (long long)e->cur[r],
                    name);
         int fwd_part_ready = 1;
+        int32_t dep;
         if (a->kind == PS_F || a->kind == PS_FB) {
-            fwd_part_ready = ps__eng_fwd_ready(e, a->stage, a->mb);
+            fwd_part_ready = ps__eng_fwd_ready(e, a->stage, a->mb, &dep);
             if (!fwd_part_ready)
                 describe_dep(e, r, 1, ps__eng_prev(e, a->stage, a->mb), a->mb, buf);
         }
@@ -162,7 +163,7 @@ void ps__engine_describe(const ps__engine *e, char *buf)
                 ps__action_str(&f, name, sizeof name);
                 ps__adderr(buf, "%swaits for its own forward %s (rank %d), which has not run",
                            fwd_part_ready ? "" : " and ", name, s->stage_rank[st]);
-            } else if (!ps__eng_bwd_ready(e, st, mb)) {
+            } else if (!ps__eng_bwd_ready(e, st, mb, &dep)) {
                 if (!fwd_part_ready)
                     ps__adderr(buf, " and ");
                 describe_dep(e, r, 0, ps__eng_next(e, st, mb), mb, buf);

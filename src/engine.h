@@ -38,9 +38,12 @@ enum {
 };
 
 typedef struct ps__engine_ops {
-    /* Rank starts action idx of its compute list. Return 1 when the action completed during
-     * the call (the engine then completes it), 0 when ps__engine_complete() comes later. */
-    int (*issue)(void *ud, int32_t rank, int64_t idx, const ps_action *a);
+    /* Rank starts action idx of its compute list. dep[0] is the stage whose forward output
+     * the forward part consumed and dep[1] the stage whose gradient the backward part
+     * consumed (-1: none, e.g. the first or last stage of the path). Return 1 when the action
+     * completed during the call (the engine then completes it), 0 when ps__engine_complete()
+     * comes later. */
+    int (*issue)(void *ud, int32_t rank, int64_t idx, const ps_action *a, const int32_t dep[2]);
     /* The result of (stage, mb) must travel from rank `from` to rank `to`; dir 0 = forward
      * activation, 1 = input gradient. Return 1 when delivered during the call, 0 when
      * ps__engine_deliver() comes later. */
@@ -117,32 +120,37 @@ PS__HOT size_t ps__eng_idx(const ps__engine *e, int32_t stage, int32_t mb)
     return (size_t)stage * e->m + (size_t)mb;
 }
 
-PS__HOT int ps__eng_fwd_ready(const ps__engine *e, int32_t stage, int32_t mb)
+/* Whether F(stage, mb) can run; *dep receives the stage it consumes from (-1: none). */
+PS__HOT int ps__eng_fwd_ready(const ps__engine *e, int32_t stage, int32_t mb, int32_t *dep)
 {
     int32_t pv = ps__eng_prev(e, stage, mb);
+    *dep = pv;
     return pv < 0 || (e->st[ps__eng_idx(e, pv, mb)] & PS__ST_F_SENT);
 }
 
-PS__HOT int ps__eng_bwd_ready(const ps__engine *e, int32_t stage, int32_t mb)
+PS__HOT int ps__eng_bwd_ready(const ps__engine *e, int32_t stage, int32_t mb, int32_t *dep)
 {
+    int32_t nx = ps__eng_next(e, stage, mb);
+    *dep = nx;
     if (!(e->st[ps__eng_idx(e, stage, mb)] & PS__ST_F_DONE))
         return 0;
-    int32_t nx = ps__eng_next(e, stage, mb);
     return nx < 0 || (e->st[ps__eng_idx(e, nx, mb)] & PS__ST_G_SENT);
 }
 
-PS__HOT int ps__eng_ready(const ps__engine *e, const ps_action *a)
+PS__HOT int ps__eng_ready(const ps__engine *e, const ps_action *a, int32_t dep[2])
 {
+    dep[0] = dep[1] = -1;
     switch (a->kind) {
     case PS_F:
-        return ps__eng_fwd_ready(e, a->stage, a->mb);
+        return ps__eng_fwd_ready(e, a->stage, a->mb, &dep[0]);
     case PS_I:
     case PS_B:
-        return ps__eng_bwd_ready(e, a->stage, a->mb);
+        return ps__eng_bwd_ready(e, a->stage, a->mb, &dep[1]);
     case PS_W:
         return (e->st[ps__eng_idx(e, a->stage, a->mb)] & PS__ST_I_DONE) != 0;
     case PS_FB:
-        return ps__eng_fwd_ready(e, a->stage, a->mb) && ps__eng_bwd_ready(e, a->bstage, a->bmb);
+        return ps__eng_fwd_ready(e, a->stage, a->mb, &dep[0]) &&
+               ps__eng_bwd_ready(e, a->bstage, a->bmb, &dep[1]);
     default:
         return 1; /* communication actions are not on compute lists */
     }
@@ -226,9 +234,10 @@ PS__HOT void ps__eng_advance(ps__engine *e, const ps__engine_ops *ops, int32_t r
     int64_t n = e->len[r], i = e->cur[r];
     while (i < n) {
         const ps_action *a = &base[i];
-        if (!ps__eng_ready(e, a))
+        int32_t dep[2];
+        if (!ps__eng_ready(e, a, dep))
             break;
-        if (!ops->issue(e->ud, r, i, a)) {
+        if (!ops->issue(e->ud, r, i, a, dep)) {
             e->running[r] = 1; /* ps__engine_complete() finishes it */
             break;
         }

@@ -19,10 +19,11 @@ static inline void put(ps_schedule *s, int32_t r, const ps_action *a)
     s->lacts[s->loff[r] + s->llen[r]++] = *a;
 }
 
-static int lower_issue(void *ud, int32_t rank, int64_t idx, const ps_action *a)
+static int lower_issue(void *ud, int32_t rank, int64_t idx, const ps_action *a,
+                       const int32_t dep[2])
 {
     lower_ctx *c = ud;
-    (void)idx;
+    (void)idx, (void)dep;
     put(c->s, rank, a);
     return 1;
 }

@@ -177,75 +177,69 @@ double ps_sim_duration(const ps_sim *sim, const ps_action *a)
     return duration(sim, a);
 }
 
-/* Time at which the input of F(stage, mb) is on rank r. */
-static inline double fwd_time(const ps_sim *sim, int32_t r, int32_t stage, int32_t mb)
+/* Time at which the result of stage dep (forward output in t, or gradient) for mb is on
+ * rank r: the producer's end, plus c when it ran on another rank. */
+static inline double arrival(const ps_sim *sim, const double *t, int32_t r, int32_t dep, int32_t mb)
 {
     const ps_schedule *s = sim->s;
-    int32_t pv = s->path_prev[(size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage];
-    if (pv < 0)
-        return 0.0;
-    double t = sim->tf[(size_t)pv * (size_t)s->m + (size_t)mb];
-    return s->stage_rank[pv] == r ? t : t + sim->cost[PS_COST_C];
+    double at = t[(size_t)dep * (size_t)s->m + (size_t)mb];
+    return s->stage_rank[dep] == r ? at : at + sim->cost[PS_COST_C];
 }
 
-static inline double bwd_time(const ps_sim *sim, int32_t r, int32_t stage, int32_t mb)
+static inline double fast_duration(const ps_sim *sim, const ps_action *a)
 {
-    const ps_schedule *s = sim->s;
-    int32_t nx = s->path_next[(size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage];
-    if (nx < 0)
-        return 0.0; /* its own forward ran earlier on this rank */
-    double t = sim->tg[(size_t)nx * (size_t)s->m + (size_t)mb];
-    return s->stage_rank[nx] == r ? t : t + sim->cost[PS_COST_C];
+    if (sim->sc || (a->kind == PS_FB && a->bkind == PS_I))
+        return duration(sim, a);
+    return sim->dur[a->kind];
 }
 
-static int sim_issue(void *ud, int32_t r, int64_t i, const ps_action *a)
+static int sim_issue(void *ud, int32_t r, int64_t i, const ps_action *a, const int32_t dep[2])
 {
     ps_sim *sim = ud;
     const ps_schedule *s = sim->s;
-    double t = sim->rfree[r], ready = 0.0, d = duration(sim, a);
+    double t = sim->rfree[r], d = fast_duration(sim, a);
     size_t m = (size_t)s->m;
     int64_t act = sim->act[r];
+    if (dep[0] >= 0) {
+        double at = arrival(sim, sim->tf, r, dep[0], a->mb);
+        t = at > t ? at : t;
+    }
+    if (dep[1] >= 0) {
+        int32_t bmb = a->kind == PS_FB ? a->bmb : a->mb;
+        double at = arrival(sim, sim->tg, r, dep[1], bmb);
+        t = at > t ? at : t;
+    }
+    double e = t + d;
     switch (a->kind) {
     case PS_F:
-        ready = fwd_time(sim, r, a->stage, a->mb);
+        sim->tf[(size_t)a->stage * m + (size_t)a->mb] = e;
         act++;
         break;
     case PS_I:
+        sim->tg[(size_t)a->stage * m + (size_t)a->mb] = e;
+        break;
     case PS_B:
-        ready = bwd_time(sim, r, a->stage, a->mb);
-        if (a->kind == PS_B)
-            act--;
+        sim->tg[(size_t)a->stage * m + (size_t)a->mb] = e;
+        act--;
         break;
     case PS_W:
         act--;
         break;
-    case PS_FB: {
-        double bt = bwd_time(sim, r, a->bstage, a->bmb);
-        ready = fwd_time(sim, r, a->stage, a->mb);
-        if (bt > ready)
-            ready = bt;
+    case PS_FB:
+        sim->tf[(size_t)a->stage * m + (size_t)a->mb] = e;
+        sim->tg[(size_t)a->bstage * m + (size_t)a->bmb] = e;
         act++; /* the forward counts before the backward releases */
         if (act > sim->peak[r])
             sim->peak[r] = act;
         if (a->bkind == PS_B)
             act--;
         break;
-    }
     default:
         break;
     }
     if (act > sim->peak[r])
         sim->peak[r] = act;
     sim->act[r] = act;
-    if (ready > t)
-        t = ready;
-    double e = t + d;
-    if (a->kind == PS_F || a->kind == PS_FB)
-        sim->tf[(size_t)a->stage * m + (size_t)a->mb] = e;
-    if (a->kind == PS_I || a->kind == PS_B)
-        sim->tg[(size_t)a->stage * m + (size_t)a->mb] = e;
-    else if (a->kind == PS_FB)
-        sim->tg[(size_t)a->bstage * m + (size_t)a->bmb] = e;
     size_t k = (size_t)(s->off[r] + i);
     sim->start[k] = t;
     sim->end[k] = e;

@@ -14,46 +14,77 @@
 
 #define MAX_LISTED 8
 
-enum { CNT_F, CNT_I, CNT_W, CNT_B };
+/*
+ * Per (stage, mb) one byte of four saturating 2-bit counters (3 = "three or more"): F in bits
+ * 0-1, I in 2-3, W in 4-5, B in 6-7. A correct pair is F+B (0x41) or F+I+W (0x15).
+ */
+enum { SH_F = 0, SH_I = 2, SH_W = 4, SH_B = 6, OK_B = 0x41, OK_IW = 0x15 };
 
-static void count(uint8_t *cnt, const ps_schedule *s, int kind, int32_t stage, int32_t mb)
+static inline void count(uint8_t *c, int shift)
 {
-    uint8_t *c = &cnt[((size_t)stage * (size_t)s->m + (size_t)mb) * 4];
-    int k = kind == PS_F ? CNT_F : kind == PS_I ? CNT_I : kind == PS_W ? CNT_W : CNT_B;
-    if (c[k] < 255)
-        c[k]++;
+    unsigned v = ((unsigned)*c >> shift) & 3u;
+    *c = (uint8_t)(*c + ((v < 3u) << shift));
 }
 
-/* Checks one (kind, stage, mb) reference of an action on rank r; returns 1 if it is bad. */
-static int check_ref(ps_schedule *s, int32_t r, int64_t i, const ps_action *a, int32_t stage,
-                     int32_t mb, int *nerr)
+static inline int shift_of(int kind)
 {
-    char name[96];
-    const char *why = NULL;
-    char tmp[160];
+    return kind == PS_F ? SH_F : kind == PS_I ? SH_I : kind == PS_W ? SH_W : SH_B;
+}
+
+/* Reports why the reference (stage, mb) of action a on rank r is bad. */
+static void bad_ref(ps_schedule *s, int32_t r, int64_t i, const ps_action *a, int32_t stage,
+                    int32_t mb, int *nerr)
+{
+    char name[96], tmp[160];
+    const char *why = tmp;
     if (stage < 0 || stage >= s->nstages)
         why = "stage out of range";
     else if (mb < 0 || mb >= s->m)
         why = "micro-batch out of range";
-    else if (s->stage_rank[stage] != r) {
+    else if (s->stage_rank[stage] != r)
         snprintf(tmp, sizeof tmp, "stage %d is placed on rank %d", stage, s->stage_rank[stage]);
-        why = tmp;
-    } else if (s->path_pos[(size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage] < 0) {
+    else
         snprintf(tmp, sizeof tmp, "micro-batch %d does not pass through stage %d", mb, stage);
-        why = tmp;
-    }
-    if (!why)
-        return 0;
     if (++*nerr <= MAX_LISTED) {
         ps__action_str(a, name, sizeof name);
         ps__adderr(s->err, "\n  rank %d, step %lld: %s: %s", r, (long long)i, name, why);
     }
-    return 1;
+}
+
+/* 1 when (stage, mb) is a valid reference from rank r: in range, placed on r, on mb's path. */
+static inline int ref_ok(const ps_schedule *s, int32_t r, int32_t stage, int32_t mb)
+{
+    if ((uint32_t)stage >= (uint32_t)s->nstages || (uint32_t)mb >= (uint32_t)s->m ||
+        s->stage_rank[stage] != r)
+        return 0;
+    return !s->mb_path ||
+           s->path_pos[(size_t)s->mb_path[mb] * (size_t)s->nstages + (size_t)stage] >= 0;
+}
+
+static void bad_count(ps_schedule *s, int32_t j, int32_t stage, uint8_t c, int *nerr)
+{
+    unsigned f = c & 3u, i = (c >> SH_I) & 3u, w = (c >> SH_W) & 3u, b = (c >> SH_B) & 3u;
+    char tmp[128];
+    const char *why = tmp;
+    if (f != 1)
+        snprintf(tmp, sizeof tmp, "%s%u forwards (expected 1)", f == 3 ? "at least " : "", f);
+    else if (b + i == 0)
+        why = "no backward (expected one B, or one I and one W)";
+    else if (b > 1 || i > 1 || (b && i))
+        snprintf(tmp, sizeof tmp, "%u B and %u I (expected one B, or one I and one W)", b, i);
+    else if (b && w)
+        snprintf(tmp, sizeof tmp, "a full backward B and %u W", w);
+    else
+        snprintf(tmp, sizeof tmp, "an I with %u W (expected 1)", w);
+    if (++*nerr <= MAX_LISTED)
+        ps__adderr(s->err, "\n  micro-batch %d, stage %d (rank %d): %s", j, stage,
+                   s->stage_rank[stage], why);
 }
 
 static int check_static(ps_schedule *s, uint8_t *cnt)
 {
     int nerr = 0;
+    size_t m = (size_t)s->m;
     for (int32_t r = 0; r < s->pp; r++) {
         const ps_action *a = s->acts + s->off[r];
         for (int64_t i = 0; i < s->len[r]; i++) {
@@ -66,49 +97,34 @@ static int check_static(ps_schedule *s, uint8_t *cnt)
                                (long long)i, name);
                 continue;
             }
+            int ok = ref_ok(s, r, x->stage, x->mb);
+            if (!ok)
+                bad_ref(s, r, i, x, x->stage, x->mb, &nerr);
             if (x->kind == PS_FB) {
-                int bad = check_ref(s, r, i, x, x->stage, x->mb, &nerr);
-                bad |= check_ref(s, r, i, x, x->bstage, x->bmb, &nerr);
-                if (!bad) {
-                    count(cnt, s, PS_F, x->stage, x->mb);
-                    count(cnt, s, x->bkind, x->bstage, x->bmb);
+                int bok = ref_ok(s, r, x->bstage, x->bmb);
+                if (!bok)
+                    bad_ref(s, r, i, x, x->bstage, x->bmb, &nerr);
+                if (ok && bok) {
+                    count(&cnt[(size_t)x->stage * m + (size_t)x->mb], SH_F);
+                    count(&cnt[(size_t)x->bstage * m + (size_t)x->bmb], shift_of(x->bkind));
                 }
                 continue;
             }
-            if (!check_ref(s, r, i, x, x->stage, x->mb, &nerr))
-                count(cnt, s, x->kind, x->stage, x->mb);
+            if (ok)
+                count(&cnt[(size_t)x->stage * m + (size_t)x->mb], shift_of(x->kind));
         }
     }
-    /* Every micro-batch through every stage of its path exactly once each way. */
-    for (int32_t k = 0; k < s->npaths; k++) {
-        const int32_t *st = s->path_stages + s->path_off[k];
-        for (int32_t jj = 0; jj < s->path_mbn[k]; jj++) {
-            int32_t j = s->path_mb0[k] + jj;
-            for (int32_t q = 0; q < s->path_len[k]; q++) {
-                int32_t stage = st[q];
-                const uint8_t *c = &cnt[((size_t)stage * (size_t)s->m + (size_t)j) * 4];
-                const char *why = NULL;
-                char tmp[128];
-                if (c[CNT_F] != 1) {
-                    snprintf(tmp, sizeof tmp, "%d forwards (expected 1)", c[CNT_F]);
-                    why = tmp;
-                } else if (c[CNT_B] + c[CNT_I] == 0) {
-                    why = "no backward (expected one B, or one I and one W)";
-                } else if (c[CNT_B] > 1 || c[CNT_I] > 1 || (c[CNT_B] && c[CNT_I])) {
-                    snprintf(tmp, sizeof tmp, "%d B and %d I (expected one B, or one I and one W)",
-                             c[CNT_B], c[CNT_I]);
-                    why = tmp;
-                } else if (c[CNT_B] && c[CNT_W]) {
-                    snprintf(tmp, sizeof tmp, "a full backward B and %d W", c[CNT_W]);
-                    why = tmp;
-                } else if (c[CNT_I] && c[CNT_W] != 1) {
-                    snprintf(tmp, sizeof tmp, "an I with %d W (expected 1)", c[CNT_W]);
-                    why = tmp;
-                }
-                if (why && ++nerr <= MAX_LISTED)
-                    ps__adderr(s->err, "\n  micro-batch %d, stage %d (rank %d): %s", j, stage,
-                               s->stage_rank[stage], why);
-            }
+    /* Every micro-batch through every stage of its path exactly once each way; off-path
+     * references were refused above, so their bytes stay 0. */
+    for (int32_t stage = 0; stage < s->nstages; stage++) {
+        const uint8_t *c = &cnt[(size_t)stage * m];
+        for (int32_t j = 0; j < s->m; j++) {
+            if (c[j] == OK_B || c[j] == OK_IW)
+                continue;
+            if (s->mb_path &&
+                s->path_pos[(size_t)s->mb_path[j] * (size_t)s->nstages + (size_t)stage] < 0)
+                continue;
+            bad_count(s, j, stage, c[j], &nerr);
         }
     }
     if (nerr > MAX_LISTED)
@@ -116,9 +132,9 @@ static int check_static(ps_schedule *s, uint8_t *cnt)
     return nerr;
 }
 
-static int null_issue(void *ud, int32_t rank, int64_t idx, const ps_action *a)
+static int null_issue(void *ud, int32_t rank, int64_t idx, const ps_action *a, const int32_t dep[2])
 {
-    (void)ud, (void)rank, (void)idx, (void)a;
+    (void)ud, (void)rank, (void)idx, (void)a, (void)dep;
     return 1;
 }
 
@@ -287,14 +303,14 @@ int ps_schedule_validate(ps_schedule *s)
     if (s->pp <= 0 || !s->acts)
         return ps__seterr(s->err, PS_EINVAL, "the schedule is empty");
     size_t sm = (size_t)s->nstages * (size_t)s->m;
-    uint8_t *cnt = ps__calloc(&s->al, sm * 4, 1);
+    uint8_t *cnt = ps__calloc(&s->al, sm, 1);
     if (!cnt)
         return ps__seterr(s->err, PS_ENOMEM, "out of memory validating %zu actions",
                           ps_schedule_total_actions(s));
     s->err[0] = 0;
     ps__seterr(s->err, 0, "invalid schedule:");
     int nerr = check_static(s, cnt);
-    ps__free(&s->al, cnt, sm * 4, 1);
+    ps__free(&s->al, cnt, sm, 1);
     if (nerr)
         return PS_EINVALID;
 
