@@ -69,11 +69,15 @@ typedef struct ps__engine {
     /* int32_t rather than uint8_t: a store through a char type may alias anything, which
      * would force the hot loop to reload every table pointer after each store. */
     int32_t *running; /* per rank: an issued action has not completed */
-    int32_t *queued;  /* per rank: on the work queue */
+    int32_t *parked;  /* per rank: blocked on a missing input, waiting to be woken */
     int32_t *queue;   /* ring of ranks to advance */
     int32_t qhead, qcount;
     ps__flag *st; /* per (stage, mb): PS__ST_* flags, index stage * m + mb */
     int64_t total, in_flight_transfers;
+    /* Optional record of the issue order (see ps_schedule.order): pairs (rank, n). */
+    int rec_on, rec_failed;
+    int32_t *rec;
+    size_t rec_len, rec_cap;
 } ps__engine;
 
 int ps__engine_init(ps__engine *e, const ps_schedule *s, const ps__engine_ops *ops, void *ud,
@@ -94,87 +98,119 @@ static inline int ps__engine_finished(const ps__engine *e)
 }
 /* 1 when nothing can ever progress again: nothing running, nothing in transit, not done. */
 int ps__engine_stuck(const ps__engine *e);
+/* Appends the run (rank, n) to the record; on allocation failure stops recording. */
+void ps__engine_record(ps__engine *e, int32_t rank, int64_t n);
 /* Appends to buf (PS__ERRLEN) one line per rank: finished, running, or the blocked head
  * action and what it waits for. */
 void ps__engine_describe(const ps__engine *e, char *buf);
 
 /* ---- the core, inline ------------------------------------------------------------------ */
 
-PS__HOT size_t ps__eng_path(const ps__engine *e, int32_t mb)
+/*
+ * The tables the hot loop reads, copied into a local so that stores the clock makes (to its
+ * own int64/double arrays, which may alias size_t or double fields of a struct) cannot force
+ * reloads.
+ */
+typedef struct ps__eng_view {
+    ps__flag *st;
+    const int32_t *next, *prev, *rank;
+    const uint8_t *mb_path;
+    size_t ns, m;
+} ps__eng_view;
+
+PS__HOT ps__eng_view ps__eng_view_of(const ps__engine *e)
 {
-    return e->mb_path ? (size_t)e->mb_path[mb] * e->nstages : 0;
+    ps__eng_view v = {e->st, e->next, e->prev, e->stage_rank, e->mb_path, e->nstages, e->m};
+    return v;
 }
 
-PS__HOT int32_t ps__eng_prev(const ps__engine *e, int32_t stage, int32_t mb)
+PS__HOT size_t ps__eng_path(const ps__eng_view *v, int32_t mb)
 {
-    return e->prev[ps__eng_path(e, mb) + (size_t)stage];
+    return v->mb_path ? (size_t)v->mb_path[mb] * v->ns : 0;
 }
 
-PS__HOT int32_t ps__eng_next(const ps__engine *e, int32_t stage, int32_t mb)
+PS__HOT size_t ps__eng_idx(const ps__eng_view *v, int32_t stage, int32_t mb)
 {
-    return e->next[ps__eng_path(e, mb) + (size_t)stage];
-}
-
-PS__HOT size_t ps__eng_idx(const ps__engine *e, int32_t stage, int32_t mb)
-{
-    return (size_t)stage * e->m + (size_t)mb;
+    return (size_t)stage * v->m + (size_t)mb;
 }
 
 /* Whether F(stage, mb) can run; *dep receives the stage it consumes from (-1: none). */
-PS__HOT int ps__eng_fwd_ready(const ps__engine *e, int32_t stage, int32_t mb, int32_t *dep)
+PS__HOT int ps__eng_fwd_ready(const ps__eng_view *v, int32_t stage, int32_t mb, int32_t *dep)
 {
-    int32_t pv = ps__eng_prev(e, stage, mb);
+    int32_t pv = v->prev[ps__eng_path(v, mb) + (size_t)stage];
     *dep = pv;
-    return pv < 0 || (e->st[ps__eng_idx(e, pv, mb)] & PS__ST_F_SENT);
+    return pv < 0 || (v->st[ps__eng_idx(v, pv, mb)] & PS__ST_F_SENT);
 }
 
-PS__HOT int ps__eng_bwd_ready(const ps__engine *e, int32_t stage, int32_t mb, int32_t *dep)
+PS__HOT int ps__eng_bwd_ready(const ps__eng_view *v, int32_t stage, int32_t mb, int32_t *dep)
 {
-    int32_t nx = ps__eng_next(e, stage, mb);
+    int32_t nx = v->next[ps__eng_path(v, mb) + (size_t)stage];
     *dep = nx;
-    if (!(e->st[ps__eng_idx(e, stage, mb)] & PS__ST_F_DONE))
+    if (!(v->st[ps__eng_idx(v, stage, mb)] & PS__ST_F_DONE))
         return 0;
-    return nx < 0 || (e->st[ps__eng_idx(e, nx, mb)] & PS__ST_G_SENT);
+    return nx < 0 || (v->st[ps__eng_idx(v, nx, mb)] & PS__ST_G_SENT);
 }
 
-PS__HOT int ps__eng_ready(const ps__engine *e, const ps_action *a, int32_t dep[2])
+PS__HOT int ps__eng_ready(const ps__eng_view *v, const ps_action *a, int32_t dep[2])
 {
     dep[0] = dep[1] = -1;
     switch (a->kind) {
     case PS_F:
-        return ps__eng_fwd_ready(e, a->stage, a->mb, &dep[0]);
+        return ps__eng_fwd_ready(v, a->stage, a->mb, &dep[0]);
     case PS_I:
     case PS_B:
-        return ps__eng_bwd_ready(e, a->stage, a->mb, &dep[1]);
+        return ps__eng_bwd_ready(v, a->stage, a->mb, &dep[1]);
     case PS_W:
-        return (e->st[ps__eng_idx(e, a->stage, a->mb)] & PS__ST_I_DONE) != 0;
+        return (v->st[ps__eng_idx(v, a->stage, a->mb)] & PS__ST_I_DONE) != 0;
     case PS_FB:
-        return ps__eng_fwd_ready(e, a->stage, a->mb, &dep[0]) &&
-               ps__eng_bwd_ready(e, a->bstage, a->bmb, &dep[1]);
+        return ps__eng_fwd_ready(v, a->stage, a->mb, &dep[0]) &&
+               ps__eng_bwd_ready(v, a->bstage, a->bmb, &dep[1]);
     default:
         return 1; /* communication actions are not on compute lists */
     }
 }
 
+/* The stages whose results a consumes (see ps__engine_ops.issue), without checking them. */
+PS__HOT void ps__eng_deps(const ps__eng_view *v, const ps_action *a, int32_t dep[2])
+{
+    dep[0] = dep[1] = -1;
+    switch (a->kind) {
+    case PS_F:
+        dep[0] = v->prev[ps__eng_path(v, a->mb) + (size_t)a->stage];
+        break;
+    case PS_I:
+    case PS_B:
+        dep[1] = v->next[ps__eng_path(v, a->mb) + (size_t)a->stage];
+        break;
+    case PS_FB:
+        dep[0] = v->prev[ps__eng_path(v, a->mb) + (size_t)a->stage];
+        dep[1] = v->next[ps__eng_path(v, a->bmb) + (size_t)a->bstage];
+        break;
+    default:
+        break;
+    }
+}
+
 PS__HOT void ps__eng_wake(ps__engine *e, int32_t r)
 {
-    if (e->queued[r] || e->running[r] || e->cur[r] >= e->len[r])
-        return;
+    if (!e->parked[r])
+        return; /* already queued, running, finished, or being advanced */
+    e->parked[r] = 0;
     int32_t at = e->qhead + e->qcount;
     if (at >= e->pp)
         at -= e->pp;
     e->queue[at] = r;
     e->qcount++;
-    e->queued[r] = 1;
 }
 
 /* Moves the result of (stage, mb) towards the rank of peer (a neighbour on its path). */
-PS__HOT void ps__eng_send(ps__engine *e, const ps__engine_ops *ops, int dir, int32_t r,
-                          int32_t stage, int32_t mb, int32_t peer, ps__flag *st)
+PS__HOT void ps__eng_send(ps__engine *e, const ps__eng_view *v, const ps__engine_ops *ops,
+                          int dir, int32_t r, int32_t stage, int32_t mb, int32_t peer,
+                          ps__flag *st)
 {
     if (peer < 0)
         return;
-    int32_t to = e->stage_rank[peer];
+    int32_t to = v->rank[peer];
     ps__flag sent = dir == 0 ? PS__ST_F_SENT : PS__ST_G_SENT;
     if (to == r) {
         *st |= sent;
@@ -186,76 +222,84 @@ PS__HOT void ps__eng_send(ps__engine *e, const ps__engine_ops *ops, int dir, int
     }
 }
 
-PS__HOT void ps__eng_finish_fwd(ps__engine *e, const ps__engine_ops *ops, int32_t r, int32_t stage,
-                                int32_t mb)
+/* Records the completion of action a on rank r and moves its results on. */
+PS__HOT void ps__eng_finish(ps__engine *e, const ps__eng_view *v, const ps__engine_ops *ops,
+                            int32_t r, const ps_action *a)
 {
-    ps__flag *st = &e->st[ps__eng_idx(e, stage, mb)];
-    *st |= PS__ST_F_DONE;
-    ps__eng_send(e, ops, 0, r, stage, mb, ps__eng_next(e, stage, mb), st);
-}
-
-PS__HOT void ps__eng_finish_bwd(ps__engine *e, const ps__engine_ops *ops, int32_t r, int kind,
-                                int32_t stage, int32_t mb)
-{
-    ps__flag *st = &e->st[ps__eng_idx(e, stage, mb)];
-    *st |= (ps__flag)(PS__ST_G_DONE | (kind == PS_I ? PS__ST_I_DONE : PS__ST_W_DONE));
-    ps__eng_send(e, ops, 1, r, stage, mb, ps__eng_prev(e, stage, mb), st);
-}
-
-PS__HOT void ps__eng_finish(ps__engine *e, const ps__engine_ops *ops, int32_t r, const ps_action *a)
-{
+    ps__flag *st = &v->st[ps__eng_idx(v, a->stage, a->mb)];
     switch (a->kind) {
     case PS_F:
-        ps__eng_finish_fwd(e, ops, r, a->stage, a->mb);
+        *st |= PS__ST_F_DONE;
+        ps__eng_send(e, v, ops, 0, r, a->stage, a->mb,
+                     v->next[ps__eng_path(v, a->mb) + (size_t)a->stage], st);
         break;
     case PS_I:
     case PS_B:
-        ps__eng_finish_bwd(e, ops, r, a->kind, a->stage, a->mb);
+        *st |= (ps__flag)(PS__ST_G_DONE | (a->kind == PS_I ? PS__ST_I_DONE : PS__ST_W_DONE));
+        ps__eng_send(e, v, ops, 1, r, a->stage, a->mb,
+                     v->prev[ps__eng_path(v, a->mb) + (size_t)a->stage], st);
         break;
     case PS_W:
-        e->st[ps__eng_idx(e, a->stage, a->mb)] |= PS__ST_W_DONE;
+        *st |= PS__ST_W_DONE;
         break;
-    case PS_FB:
-        ps__eng_finish_fwd(e, ops, r, a->stage, a->mb);
-        ps__eng_finish_bwd(e, ops, r, a->bkind, a->bstage, a->bmb);
+    case PS_FB: {
+        *st |= PS__ST_F_DONE;
+        ps__eng_send(e, v, ops, 0, r, a->stage, a->mb,
+                     v->next[ps__eng_path(v, a->mb) + (size_t)a->stage], st);
+        ps__flag *bt = &v->st[ps__eng_idx(v, a->bstage, a->bmb)];
+        *bt |= (ps__flag)(PS__ST_G_DONE | (a->bkind == PS_I ? PS__ST_I_DONE : PS__ST_W_DONE));
+        ps__eng_send(e, v, ops, 1, r, a->bstage, a->bmb,
+                     v->prev[ps__eng_path(v, a->bmb) + (size_t)a->bstage], bt);
         break;
+    }
     default:
         break;
     }
 }
 
-/* Runs rank r as far as it can go. The cursor is written back once: with a synchronous
- * clock nothing else looks at it meanwhile. */
-PS__HOT void ps__eng_advance(ps__engine *e, const ps__engine_ops *ops, int32_t r)
+PS__HOT void ps__eng_advance(ps__engine *e, const ps__eng_view *vp, const ps__engine_ops *ops,
+                             int32_t r)
 {
     if (e->running[r])
         return;
+    const ps__eng_view v = *vp;
     const ps_action *base = e->acts + e->off[r];
-    int64_t n = e->len[r], i = e->cur[r];
+    int64_t n = e->len[r], i = e->cur[r], first = i;
     while (i < n) {
         const ps_action *a = &base[i];
         int32_t dep[2];
-        if (!ps__eng_ready(e, a, dep))
+        if (!ps__eng_ready(&v, a, dep)) {
+            e->parked[r] = 1; /* a finish elsewhere wakes it */
             break;
+        }
         if (!ops->issue(e->ud, r, i, a, dep)) {
             e->running[r] = 1; /* ps__engine_complete() finishes it */
             break;
         }
-        ps__eng_finish(e, ops, r, a);
+        ps__eng_finish(e, &v, ops, r, a);
         i++;
     }
     e->cur[r] = i;
+    if (e->rec_on && i > first) {
+        if (e->rec_len + 2 <= e->rec_cap && i - first <= INT32_MAX) {
+            e->rec[e->rec_len] = r;
+            e->rec[e->rec_len + 1] = (int32_t)(i - first);
+            e->rec_len += 2;
+        } else {
+            ps__engine_record(e, r, i - first);
+        }
+    }
 }
 
 PS__HOT void ps__eng_pump(ps__engine *e, const ps__engine_ops *ops)
 {
+    const ps__eng_view v = ps__eng_view_of(e);
     while (e->qcount) {
         int32_t r = e->queue[e->qhead];
         if (++e->qhead == e->pp)
             e->qhead = 0;
         e->qcount--;
-        e->queued[r] = 0;
-        ps__eng_advance(e, ops, r);
+        ps__eng_advance(e, &v, ops, r);
     }
 }
 
@@ -263,8 +307,10 @@ PS__HOT void ps__eng_pump(ps__engine *e, const ps__engine_ops *ops)
  * its callbacks inline. */
 PS__HOT void ps__engine_run_sync(ps__engine *e, const ps__engine_ops *ops)
 {
-    for (int32_t r = 0; r < e->pp; r++)
+    for (int32_t r = 0; r < e->pp; r++) {
+        e->parked[r] = 1;
         ps__eng_wake(e, r);
+    }
     ps__eng_pump(e, ops);
 }
 

@@ -86,6 +86,14 @@ struct ps_schedule {
     void *meta;
     size_t meta_size;
 
+    /* The engine's issue order, recorded by the last successful validation: pairs (rank, n),
+     * "rank runs its next n actions". Any topological order gives the same as-soon-as-possible
+     * times, so the simulator replays it instead of re-deriving readiness. Cleared whenever
+     * the compute lists change. */
+    int32_t *order;
+    size_t order_len, order_cap;
+    int order_ok;
+
     /* Lowered lists (compute + SEND/RECV), same layout. */
     int lowered;
     ps_action *lacts;

@@ -50,6 +50,7 @@ static void free_meta(ps_schedule *s)
 void ps__schedule_clear(ps_schedule *s)
 {
     ps__schedule_drop_lowered(s);
+    ps__free(&s->al, s->order, s->order_cap, sizeof *s->order);
     free_meta(s);
     ps__free(&s->al, s->acts, s->acts_cap, sizeof *s->acts);
     ps_allocator keep = s->al;
@@ -87,6 +88,8 @@ int ps__schedule_alloc(ps_schedule *s, int32_t pp, int32_t nstages, int32_t m, i
     size_t np = (size_t)npaths, ns = (size_t)nstages, p = (size_t)pp;
     ps__schedule_drop_lowered(s);
     free_meta(s);
+    s->order_ok = 0;
+    s->order_len = 0;
     int64_t total = 0;
     for (int32_t r = 0; r < pp; r++)
         total += cap ? cap[r] : per_rank;

@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#define PER_RANK 5 /* 8-byte per-rank values: rfree, busy, act, peak, cur */
+
 struct ps_sim {
     ps_allocator al;
     const ps_schedule *s;
@@ -25,7 +27,7 @@ struct ps_sim {
     size_t cap_sm;
     /* Per rank. */
     double *rfree, *busy;
-    int64_t *act, *peak;
+    int64_t *act, *peak, *cur;
     int32_t cap_pp;
     ps_metrics met;
     int have;
@@ -54,13 +56,10 @@ static void free_buffers(ps_sim *sim)
     ps__free(a, sim->end, sim->cap_acts, sizeof(double));
     ps__free(a, sim->tf, sim->cap_sm, sizeof(double));
     ps__free(a, sim->tg, sim->cap_sm, sizeof(double));
-    ps__free(a, sim->rfree, (size_t)sim->cap_pp, sizeof(double));
-    ps__free(a, sim->busy, (size_t)sim->cap_pp, sizeof(double));
-    ps__free(a, sim->act, (size_t)sim->cap_pp, sizeof(int64_t));
-    ps__free(a, sim->peak, (size_t)sim->cap_pp, sizeof(int64_t));
+    ps__free(a, sim->rfree, (size_t)sim->cap_pp * PER_RANK, 8);
     ps__free(a, sim->sc, sim->nsc, sizeof *sim->sc);
     sim->start = sim->end = sim->tf = sim->tg = sim->rfree = sim->busy = NULL;
-    sim->act = sim->peak = NULL;
+    sim->act = sim->peak = sim->cur = NULL;
     sim->sc = NULL;
     sim->nsc = sim->cap_acts = sim->cap_sm = 0;
     sim->cap_pp = 0;
@@ -115,24 +114,17 @@ static int reserve(ps_sim *sim, const ps_schedule *s)
         sim->cap_sm = sm;
     }
     if (s->pp > sim->cap_pp) {
+        /* One block for the per-rank arrays: rfree, busy (double), act, peak, cur (int64). */
         size_t p = (size_t)s->pp;
-        double *rf = ps__alloc(a, p, sizeof(double)), *bu = ps__alloc(a, p, sizeof(double));
-        int64_t *ac = ps__alloc(a, p, sizeof(int64_t)), *pk = ps__alloc(a, p, sizeof(int64_t));
-        if (!rf || !bu || !ac || !pk) {
-            ps__free(a, rf, p, sizeof(double));
-            ps__free(a, bu, p, sizeof(double));
-            ps__free(a, ac, p, sizeof(int64_t));
-            ps__free(a, pk, p, sizeof(int64_t));
+        double *blk = ps__alloc(a, p * PER_RANK, 8);
+        if (!blk)
             return PS_ENOMEM;
-        }
-        ps__free(a, sim->rfree, (size_t)sim->cap_pp, sizeof(double));
-        ps__free(a, sim->busy, (size_t)sim->cap_pp, sizeof(double));
-        ps__free(a, sim->act, (size_t)sim->cap_pp, sizeof(int64_t));
-        ps__free(a, sim->peak, (size_t)sim->cap_pp, sizeof(int64_t));
-        sim->rfree = rf;
-        sim->busy = bu;
-        sim->act = ac;
-        sim->peak = pk;
+        ps__free(a, sim->rfree, (size_t)sim->cap_pp * PER_RANK, 8);
+        sim->rfree = blk;
+        sim->busy = blk + p;
+        sim->act = (int64_t *)(void *)(blk + 2 * p);
+        sim->peak = sim->act + p;
+        sim->cur = sim->peak + p;
         sim->cap_pp = s->pp;
     }
     return 0;
@@ -193,7 +185,7 @@ static inline double fast_duration(const ps_sim *sim, const ps_action *a)
     return sim->dur[a->kind];
 }
 
-static int sim_issue(void *ud, int32_t r, int64_t i, const ps_action *a, const int32_t dep[2])
+PS__HOT int sim_issue(void *ud, int32_t r, int64_t i, const ps_action *a, const int32_t dep[2])
 {
     ps_sim *sim = ud;
     const ps_schedule *s = sim->s;
@@ -248,7 +240,7 @@ static int sim_issue(void *ud, int32_t r, int64_t i, const ps_action *a, const i
     return 1;
 }
 
-static int sim_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t from, int32_t to)
+PS__HOT int sim_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t from, int32_t to)
 {
     /* The transfer time c is applied when the consumer computes its ready time. */
     (void)ud, (void)dir, (void)stage, (void)mb, (void)from, (void)to;
@@ -256,6 +248,37 @@ static int sim_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t fr
 }
 
 static const ps__engine_ops sim_ops = {sim_issue, sim_transfer};
+
+/*
+ * Replays the issue order the validator recorded (the engine's own order, so the same
+ * timeline): no readiness to re-derive, only the clock's arithmetic.
+ */
+static void replay(ps_sim *sim, const ps_schedule *s)
+{
+    ps__engine view_src;
+    memset(&view_src, 0, sizeof view_src);
+    view_src.next = s->path_next;
+    view_src.prev = s->path_prev;
+    view_src.stage_rank = s->stage_rank;
+    view_src.mb_path = s->mb_path;
+    view_src.nstages = (size_t)s->nstages;
+    view_src.m = (size_t)s->m;
+    const ps__eng_view v = ps__eng_view_of(&view_src);
+    int64_t *cur = sim->cur;
+    for (int32_t r = 0; r < s->pp; r++)
+        cur[r] = 0;
+    for (size_t k = 0; k + 1 < s->order_len; k += 2) {
+        int32_t r = s->order[k];
+        int64_t i = cur[r], n = s->order[k + 1];
+        const ps_action *base = s->acts + s->off[r];
+        for (int64_t q = 0; q < n; q++, i++) {
+            int32_t dep[2];
+            ps__eng_deps(&v, &base[i], dep);
+            sim_issue(sim, r, i, &base[i], dep);
+        }
+        cur[r] = i;
+    }
+}
 
 int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
 {
@@ -300,6 +323,10 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         sim->rfree[r] = sim->busy[r] = 0.0;
         sim->act[r] = sim->peak[r] = 0;
     }
+    if (s->order_ok) {
+        replay(sim, s);
+        goto metrics;
+    }
     ps__engine e;
     rc = ps__engine_init(&e, s, &sim_ops, sim, &sim->al);
     if (rc) {
@@ -317,7 +344,7 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         return PS_EDEADLOCK;
     }
     ps__engine_destroy(&e);
-
+metrics:;
     double makespan = 0.0, bubble = 0.0, busy = 0.0;
     for (int32_t r = 0; r < s->pp; r++) {
         busy += sim->busy[r];

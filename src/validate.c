@@ -51,14 +51,20 @@ static void bad_ref(ps_schedule *s, int32_t r, int64_t i, const ps_action *a, in
     }
 }
 
+/* The tables check_static reads, as locals: its stores go to a byte array, which may alias
+ * anything, so fields read through the schedule would be reloaded after every store. */
+typedef struct refs {
+    const int32_t *stage_rank, *path_pos;
+    const uint8_t *mb_path;
+    uint32_t ns, m;
+} refs;
+
 /* 1 when (stage, mb) is a valid reference from rank r: in range, placed on r, on mb's path. */
-static inline int ref_ok(const ps_schedule *s, int32_t r, int32_t stage, int32_t mb)
+static inline int ref_ok(const refs *f, int32_t r, int32_t stage, int32_t mb)
 {
-    if ((uint32_t)stage >= (uint32_t)s->nstages || (uint32_t)mb >= (uint32_t)s->m ||
-        s->stage_rank[stage] != r)
+    if ((uint32_t)stage >= f->ns || (uint32_t)mb >= f->m || f->stage_rank[stage] != r)
         return 0;
-    return !s->mb_path ||
-           s->path_pos[(size_t)s->mb_path[mb] * (size_t)s->nstages + (size_t)stage] >= 0;
+    return !f->mb_path || f->path_pos[(size_t)f->mb_path[mb] * f->ns + (size_t)stage] >= 0;
 }
 
 static void bad_count(ps_schedule *s, int32_t j, int32_t stage, uint8_t c, int *nerr)
@@ -85,9 +91,11 @@ static int check_static(ps_schedule *s, uint8_t *cnt)
 {
     int nerr = 0;
     size_t m = (size_t)s->m;
+    const refs f = {s->stage_rank, s->path_pos, s->mb_path, (uint32_t)s->nstages, (uint32_t)s->m};
     for (int32_t r = 0; r < s->pp; r++) {
         const ps_action *a = s->acts + s->off[r];
-        for (int64_t i = 0; i < s->len[r]; i++) {
+        const int64_t n = s->len[r];
+        for (int64_t i = 0; i < n; i++) {
             const ps_action *x = &a[i];
             if (x->kind > PS_FB) {
                 char name[96];
@@ -97,11 +105,11 @@ static int check_static(ps_schedule *s, uint8_t *cnt)
                                (long long)i, name);
                 continue;
             }
-            int ok = ref_ok(s, r, x->stage, x->mb);
+            int ok = ref_ok(&f, r, x->stage, x->mb);
             if (!ok)
                 bad_ref(s, r, i, x, x->stage, x->mb, &nerr);
             if (x->kind == PS_FB) {
-                int bok = ref_ok(s, r, x->bstage, x->bmb);
+                int bok = ref_ok(&f, r, x->bstage, x->bmb);
                 if (!bok)
                     bad_ref(s, r, i, x, x->bstage, x->bmb, &nerr);
                 if (ok && bok) {
@@ -318,16 +326,32 @@ int ps_schedule_validate(ps_schedule *s)
     int rc = ps__engine_init(&e, s, &null_ops, NULL, &s->al);
     if (rc)
         return ps__seterr(s->err, rc, "out of memory");
+    /* Record the issue order for the simulator, reusing the schedule's buffer. */
+    s->order_ok = 0;
+    e.rec_on = 1;
+    e.rec = s->order;
+    e.rec_cap = s->order_cap;
+    s->order = NULL;
+    s->order_cap = 0;
     ps__engine_run_sync(&e, &null_ops);
-    if (!ps__engine_finished(&e)) {
-        ps__seterr(s->err, PS_EDEADLOCK,
-                   "deadlock after %lld of %lld actions:", (long long)ps__engine_done(&e),
-                   (long long)e.total);
+    int finished = ps__engine_finished(&e);
+    if (!finished) {
+        ps__seterr(s->err, PS_EDEADLOCK, "deadlock after %lld of %lld actions:",
+                   (long long)ps__engine_done(&e), (long long)e.total);
         ps__engine_describe(&e, s->err);
-        ps__engine_destroy(&e);
-        return PS_EDEADLOCK;
     }
+    s->order = e.rec;
+    s->order_cap = e.rec_cap;
+    s->order_len = e.rec_len;
+    s->order_ok = finished && !e.rec_failed;
+    int rec_failed = e.rec_failed;
+    e.rec = NULL;
+    e.rec_cap = 0;
     ps__engine_destroy(&e);
+    if (!finished)
+        return PS_EDEADLOCK;
+    if (rec_failed)
+        return ps__seterr(s->err, PS_ENOMEM, "out of memory recording the issue order");
     if (s->lowered) {
         s->err[0] = 0;
         ps__seterr(s->err, 0, "invalid communication:");
