@@ -204,9 +204,8 @@ PS__HOT void ps__eng_wake(ps__engine *e, int32_t r)
 }
 
 /* Moves the result of (stage, mb) towards the rank of peer (a neighbour on its path). */
-PS__HOT void ps__eng_send(ps__engine *e, const ps__eng_view *v, const ps__engine_ops *ops,
-                          int dir, int32_t r, int32_t stage, int32_t mb, int32_t peer,
-                          ps__flag *st)
+PS__HOT void ps__eng_send(ps__engine *e, const ps__eng_view *v, const ps__engine_ops *ops, int dir,
+                          int32_t r, int32_t stage, int32_t mb, int32_t peer, ps__flag *st)
 {
     if (peer < 0)
         return;

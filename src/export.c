@@ -139,32 +139,69 @@ static void export_table(out *o, const ps_schedule *s)
     }
 }
 
+/* Greatest common divisor of two non-negative times, within eps. */
+static double time_gcd(double a, double b, double eps)
+{
+    if (a < b) {
+        double x = a;
+        a = b;
+        b = x;
+    }
+    while (b > eps) {
+        double r = fmod(a, b);
+        if (r < eps || b - r < eps)
+            return b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+#define MAX_TIMED_COLUMNS 100000
+
 /*
- * One column per time unit; the unit is the shortest positive action duration, so every
- * action gets at least one column. An action's first column shows its name, the following
- * ones "+"; idle columns show ".".
+ * One column per time unit. The unit is the largest that divides every start and end time
+ * (within rounding), so each action gets whole columns, but at least makespan / 100000 so
+ * that odd costs cannot blow the table up; the legend says which. An action's first column
+ * shows its name, the following ones "+"; idle columns show ".". Zero-length actions occupy
+ * no column; the legend counts them.
  */
 static void export_timed(out *o, const ps_schedule *s, const ps_sim *sim)
 {
-    double unit = 0;
     ps_metrics met;
     ps_sim_metrics(sim, &met);
-    for (int32_t r = 0; r < s->pp; r++) {
+    double eps = met.makespan * 1e-9, floor_unit = met.makespan / MAX_TIMED_COLUMNS, unit = 0;
+    int64_t zero = 0;
+    for (int32_t r = 0; r < s->pp && (unit == 0 || unit > floor_unit); r++) {
         const double *st = ps_sim_starts(sim, r), *en = ps_sim_ends(sim, r);
-        for (int64_t i = 0; i < s->len[r]; i++) {
-            double d = en[i] - st[i];
-            if (d > 0 && (unit == 0 || d < unit))
-                unit = d;
+        for (int64_t i = 0; i < s->len[r] && (unit == 0 || unit > floor_unit); i++) {
+            if (st[i] > eps)
+                unit = unit == 0 ? st[i] : time_gcd(unit, st[i], eps);
+            if (en[i] > eps)
+                unit = unit == 0 ? en[i] : time_gcd(unit, en[i], eps);
         }
     }
-    if (unit == 0)
+    int rounded = unit < floor_unit;
+    if (rounded)
+        unit = floor_unit;
+    if (unit <= 0)
         unit = 1;
+    for (int32_t r = 0; r < s->pp; r++) {
+        const double *st = ps_sim_starts(sim, r), *en = ps_sim_ends(sim, r);
+        for (int64_t i = 0; i < s->len[r]; i++)
+            zero += en[i] - st[i] <= eps;
+    }
     size_t w = max_label(s, s->acts, s->off, s->len);
     int rw = snprintf(NULL, 0, "%d", s->pp - 1);
-    putf(o, "# one column = ");
+    puts_(o, "# one column = ");
     put_num(o, unit);
-    puts_(o, " time units; \"+\" continues the action to its left, \".\" is idle; makespan ");
+    puts_(o, " time unit");
+    puts_(o, unit == 1 ? "" : "s");
+    puts_(o, rounded ? " (times rounded to the nearest column)" : "");
+    puts_(o, "; \"+\" continues the action to its left, \".\" is idle; makespan ");
     put_num(o, met.makespan);
+    if (zero)
+        putf(o, "; %lld zero-length action%s not drawn", (long long)zero, zero == 1 ? "" : "s");
     puts_(o, "\n");
     char name[96];
     for (int32_t r = 0; r < s->pp; r++) {
@@ -172,16 +209,17 @@ static void export_timed(out *o, const ps_schedule *s, const ps_sim *sim)
         putf(o, "rank %*d |", rw, r);
         int64_t col = 0;
         for (int64_t i = 0; i < s->len[r]; i++) {
-            int64_t c0 = (int64_t)floor(st[i] / unit + 1e-9);
-            int64_t c1 = (int64_t)ceil(en[i] / unit - 1e-9);
+            if (en[i] - st[i] <= eps)
+                continue;
+            int64_t c0 = (int64_t)floor(st[i] / unit + 0.5);
+            int64_t c1 = (int64_t)floor(en[i] / unit + 0.5);
+            if (c1 <= c0)
+                c1 = c0 + 1; /* shorter than a column after rounding: still one column */
             for (; col < c0; col++)
                 put_cell(o, ".", w);
             ps__action_str(&s->acts[s->off[r] + i], name, sizeof name);
-            if (col < c1 || c1 == c0) {
-                put_cell(o, name, w);
-                col++;
-            }
-            for (; col < c1; col++)
+            put_cell(o, name, w);
+            for (col++; col < c1; col++)
                 put_cell(o, "+", w);
         }
         puts_(o, "\n");
@@ -282,7 +320,22 @@ static void export_json(out *o, const ps_schedule *s, const ps_sim *sim)
         }
         puts_(o, "]");
     }
-    puts_(o, "]}\n");
+    puts_(o, "]");
+    if (s->lowered) {
+        /* The compute + SEND/RECV lists, untimed (the simulator times compute actions). */
+        puts_(o, ",\"lowered\":[");
+        for (int32_t r = 0; r < s->pp; r++) {
+            puts_(o, r ? ",\n[" : "\n[");
+            for (int64_t i = 0; i < s->llen[r]; i++) {
+                if (i)
+                    puts_(o, ",");
+                put_action_json(o, &s->lacts[s->loff[r] + i], NULL, NULL);
+            }
+            puts_(o, "]");
+        }
+        puts_(o, "]");
+    }
+    puts_(o, "}\n");
 }
 
 static void export_metrics(out *o, const ps_schedule *s, const ps_sim *sim)

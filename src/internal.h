@@ -93,6 +93,9 @@ struct ps_schedule {
     int32_t *order;
     size_t order_len, order_cap;
     int order_ok;
+    /* Bumped whenever the compute lists change, so that a simulator can tell that its
+     * timeline no longer matches. */
+    uint64_t version;
 
     /* Lowered lists (compute + SEND/RECV), same layout. */
     int lowered;

@@ -76,8 +76,9 @@ int ps_problem_set_int(ps_problem *pb, ps_param which, long long v)
         return 0;
     case PS_PARAM_VPP:
         if (v < 0 || v > PS_MAX_VPP)
-            return ps__seterr(pb->err, PS_ERANGE, "vpp must be in [1, %d]; got %lld", PS_MAX_VPP,
-                              v);
+            return ps__seterr(pb->err, PS_ERANGE,
+                              "vpp must be in [1, %d] (0 = the family's default); got %lld",
+                              PS_MAX_VPP, v);
         pb->vpp = v;
         return 0;
     case PS_PARAM_MICROBATCHES:

@@ -54,8 +54,10 @@ void ps__schedule_clear(ps_schedule *s)
     free_meta(s);
     ps__free(&s->al, s->acts, s->acts_cap, sizeof *s->acts);
     ps_allocator keep = s->al;
+    uint64_t version = s->version + 1;
     memset(s, 0, sizeof *s);
     s->al = keep;
+    s->version = version;
     s->family = -1;
 }
 
@@ -90,6 +92,7 @@ int ps__schedule_alloc(ps_schedule *s, int32_t pp, int32_t nstages, int32_t m, i
     free_meta(s);
     s->order_ok = 0;
     s->order_len = 0;
+    s->version++;
     int64_t total = 0;
     for (int32_t r = 0; r < pp; r++)
         total += cap ? cap[r] : per_rank;

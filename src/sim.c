@@ -30,6 +30,7 @@ struct ps_sim {
     int64_t *act, *peak, *cur;
     int32_t cap_pp;
     ps_metrics met;
+    uint64_t version; /* of the schedule when it was simulated */
     int have;
     char err[PS__ERRLEN];
 };
@@ -361,15 +362,24 @@ metrics:;
     sim->met.bubble = bubble;
     sim->met.bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)s->pp * makespan) : 0.0;
     sim->met.pp = s->pp;
+    sim->version = s->version;
     sim->have = 1;
     sim->err[0] = 0;
     return 0;
 }
 
+/* 1 when sim holds a timeline of its schedule as it is now. */
+static int current(const ps_sim *sim)
+{
+    return sim->have && sim->s && sim->s->version == sim->version;
+}
+
 int ps_sim_metrics(const ps_sim *sim, ps_metrics *out)
 {
-    if (!sim || !out || !sim->have)
-        return sim && !sim->have ? PS_ESTATE : PS_EINVAL;
+    if (!sim || !out)
+        return PS_EINVAL;
+    if (!current(sim))
+        return PS_ESTATE;
     *out = sim->met;
     return 0;
 }
@@ -378,7 +388,7 @@ int ps_sim_rank_metrics(const ps_sim *sim, int rank, ps_rank_metrics *out)
 {
     if (!sim || !out)
         return PS_EINVAL;
-    if (!sim->have)
+    if (!current(sim))
         return PS_ESTATE;
     const ps_schedule *s = sim->s;
     if (rank < 0 || rank >= s->pp)
@@ -397,14 +407,14 @@ int ps_sim_rank_metrics(const ps_sim *sim, int rank, ps_rank_metrics *out)
 
 const double *ps_sim_starts(const ps_sim *sim, int rank)
 {
-    if (!sim || !sim->have || rank < 0 || rank >= sim->s->pp)
+    if (!sim || !current(sim) || rank < 0 || rank >= sim->s->pp)
         return NULL;
     return sim->start + sim->s->off[rank];
 }
 
 const double *ps_sim_ends(const ps_sim *sim, int rank)
 {
-    if (!sim || !sim->have || rank < 0 || rank >= sim->s->pp)
+    if (!sim || !current(sim) || rank < 0 || rank >= sim->s->pp)
         return NULL;
     return sim->end + sim->s->off[rank];
 }
@@ -416,5 +426,5 @@ double ps__sim_cost(const ps_sim *sim, int which)
 
 const ps_schedule *ps__sim_schedule(const ps_sim *sim)
 {
-    return sim && sim->have ? sim->s : NULL;
+    return sim && current(sim) ? sim->s : NULL;
 }

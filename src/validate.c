@@ -336,8 +336,9 @@ int ps_schedule_validate(ps_schedule *s)
     ps__engine_run_sync(&e, &null_ops);
     int finished = ps__engine_finished(&e);
     if (!finished) {
-        ps__seterr(s->err, PS_EDEADLOCK, "deadlock after %lld of %lld actions:",
-                   (long long)ps__engine_done(&e), (long long)e.total);
+        ps__seterr(s->err, PS_EDEADLOCK,
+                   "deadlock after %lld of %lld actions:", (long long)ps__engine_done(&e),
+                   (long long)e.total);
         ps__engine_describe(&e, s->err);
     }
     s->order = e.rec;

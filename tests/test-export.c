@@ -282,6 +282,62 @@ START_TEST(export_tables)
 }
 END_TEST
 
+START_TEST(export_timed_grid)
+{
+    /* f = 0: the forwards take no time and are not drawn; the legend counts them. With
+     * f = b = w = 1 the unit is 1; every B (cost 2) spans two columns. */
+    ps_problem *pb = make_problem("1f1b", 2, 1, 2, 0, 1, 1, 0);
+    ps_schedule *s = gen(pb);
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    buf b = {0};
+    ck_assert_int_eq(ps_export(s, sim, PS_FORMAT_TABLE_TIMED, buf_write, &b), 0);
+    /* B costs 2: rank 1 runs 1B0 0-2, 1B1 2-4; rank 0 runs 0B0 2-4, 0B1 4-6. */
+    ck_assert_ptr_nonnull(strstr(b.data, "one column = 2 time units"));
+    ck_assert_ptr_nonnull(strstr(b.data, "4 zero-length actions not drawn"));
+    ck_assert_ptr_nonnull(strstr(b.data, "rank 0 | .   0B0 0B1\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "rank 1 | 1B0 1B1\n"));
+    free(b.data);
+    /* c = 0.5 puts every time on a 0.5 grid: 1F0 runs 1.5-2.5, three columns after 0F0 and
+     * 0F1 (two columns each). */
+    ck_assert_int_eq(ps_problem_set_costs_string(pb, "f=1,b=1,w=1,c=0.5"), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    buf c = {0};
+    ck_assert_int_eq(ps_export(s, sim, PS_FORMAT_TABLE_TIMED, buf_write, &c), 0);
+    ck_assert_ptr_nonnull(strstr(c.data, "one column = 0.5 time units"));
+    ck_assert_ptr_nonnull(strstr(c.data, "rank 1 | .   .   .   1F0 +   1B0 +   +   +"));
+    free(c.data);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(export_json_lowered)
+{
+    ps_problem *pb = make_problem("1f1b", 2, 1, 1, 1, 1, 1, 0);
+    ps_schedule *s = gen(pb);
+    ck_assert_int_eq(ps_schedule_lower(s), 0);
+    buf b = {0};
+    ck_assert_int_eq(ps_export(s, NULL, PS_FORMAT_JSON, buf_write, &b), 0);
+    cJSON *root = cJSON_Parse(b.data);
+    ck_assert_ptr_nonnull(root);
+    cJSON *low = cJSON_GetObjectItem(root, "lowered");
+    ck_assert_int_eq(cJSON_GetArraySize(low), 2);
+    /* Rank 1: RECV_F from stage 0, F, B, SEND_B to stage 0. */
+    cJSON *r1 = cJSON_GetArrayItem(low, 1);
+    ck_assert_int_eq(cJSON_GetArraySize(r1), 4);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(r1, 0), "op")->valuestring, "RECV_F");
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(r1, 0), "peer")->valueint, 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(r1, 3), "op")->valuestring, "SEND_B");
+    cJSON_Delete(root);
+    free(b.data);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
 START_TEST(export_write_failure)
 {
     /* A large schedule so that the output takes several 64 KiB writes. */
@@ -314,6 +370,8 @@ int main(void)
     tcase_add_test(tc, export_trace_and_metrics);
     tcase_add_test(tc, export_tables);
     tcase_add_test(tc, export_write_failure);
+    tcase_add_test(tc, export_timed_grid);
+    tcase_add_test(tc, export_json_lowered);
     suite_add_tcase(su, tc);
     return run_suite(su);
 }

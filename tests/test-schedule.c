@@ -202,6 +202,9 @@ START_TEST(schedule_rejections_explain)
     ck_assert_ptr_nonnull(strstr(msg, "rounds = max(1, m // pp) = 2"));
     ck_assert_int_eq(try_gen("gpipe", 4, 2, 8, 0, msg, sizeof msg), PS_EUNSUPPORTED);
     ck_assert_str_eq(msg, "gpipe needs vpp = 1; got vpp=2");
+    ck_assert_int_eq(try_gen("gpipe", 4, 1, 8, 4, msg, sizeof msg), PS_EUNSUPPORTED);
+    ck_assert_str_eq(msg,
+                     "group_size applies to interleaved only; gpipe has no micro-batch groups");
     /* 1F1B works for m < p. */
     ck_assert_int_eq(try_gen("1f1b", 8, 1, 3, 0, msg, sizeof msg), 0);
 }
@@ -228,6 +231,21 @@ START_TEST(schedule_limits_refused_before_allocation)
     ps_schedule_free(s);
     ps_problem_free(pb);
     ck_assert_int_eq(ca.live, 0);
+}
+END_TEST
+
+START_TEST(schedule_stage_costs_must_match)
+{
+    ps_problem *pb = make_problem("interleaved", 2, 2, 4, 1, 1, 1, 0);
+    const ps_stage_cost sc[3] = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}};
+    ck_assert_int_eq(ps_problem_set_stage_costs(pb, sc, 3), 0);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), PS_ECONFIG);
+    ck_assert_str_eq(ps_schedule_last_error(s),
+                     "stage_costs has 3 entries but interleaved with pp=2, vpp=2 has 4 stages");
+    ps_schedule_free(s);
+    ps_problem_free(pb);
 }
 END_TEST
 
@@ -326,6 +344,7 @@ int main(void)
     tcase_add_test(tc, schedule_rejections_explain);
     tcase_add_test(tc, schedule_limits_refused_before_allocation);
     tcase_add_test(tc, schedule_registry_lookup);
+    tcase_add_test(tc, schedule_stage_costs_must_match);
     tcase_add_test(tc, schedule_null_arguments);
     tcase_add_test(tc, schedule_costs_string);
     suite_add_tcase(su, tc);

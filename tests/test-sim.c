@@ -187,6 +187,72 @@ START_TEST(sim_errors)
 }
 END_TEST
 
+START_TEST(sim_replay_matches_engine)
+{
+    /* Before validation the simulator drives the engine; after it, it replays the recorded
+     * issue order. Both must give the same timeline, bit for bit. */
+    ps_family_info fi;
+    ck_assert_int_eq(ps_family_get((size_t)_i, &fi), 0);
+    const int sizes[][3] = {{1, 1, 3}, {3, 1, 7}, {4, 2, 8}, {5, 3, 10}, {8, 4, 32}};
+    for (int k = 0; k < 5; k++) {
+        ps_problem *pb =
+            make_problem(fi.name, sizes[k][0], sizes[k][1], sizes[k][2], 1, 1.5, 0.75, 0.25);
+        ps_schedule *s;
+        ps_sim *a, *b;
+        ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+        if (ps_schedule_generate(s, pb)) {
+            ps_schedule_free(s);
+            ps_problem_free(pb);
+            continue;
+        }
+        ck_assert_int_eq(ps_sim_new(&a, NULL), 0);
+        ck_assert_int_eq(ps_sim_new(&b, NULL), 0);
+        ck_assert_int_eq(ps_sim_run(a, s, pb), 0);
+        ck_assert_int_eq(ps_schedule_validate(s), 0);
+        ck_assert_int_eq(ps_sim_run(b, s, pb), 0);
+        for (int r = 0; r < ps_schedule_pp(s); r++) {
+            size_t n = ps_schedule_rank_length(s, r);
+            ck_assert(memcmp(ps_sim_starts(a, r), ps_sim_starts(b, r), n * sizeof(double)) == 0);
+            ck_assert(memcmp(ps_sim_ends(a, r), ps_sim_ends(b, r), n * sizeof(double)) == 0);
+            ps_rank_metrics ra, rb;
+            ps_sim_rank_metrics(a, r, &ra);
+            ps_sim_rank_metrics(b, r, &rb);
+            ck_assert_int_eq(ra.peak_activations, rb.peak_activations);
+        }
+        ps_sim_free(a);
+        ps_sim_free(b);
+        ps_schedule_free(s);
+        ps_problem_free(pb);
+    }
+}
+END_TEST
+
+START_TEST(sim_stale_after_regeneration)
+{
+    ps_problem *pb = make_problem("1f1b", 4, 1, 8, 1, 1, 1, 0);
+    ps_schedule *s;
+    ps_sim *sim;
+    ps_metrics m;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ck_assert_int_eq(ps_sim_metrics(sim, &m), 0);
+    /* Lowering keeps the compute lists: the timeline stays valid. */
+    ck_assert_int_eq(ps_schedule_lower(s), 0);
+    ck_assert_int_eq(ps_sim_metrics(sim, &m), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_PP, 2), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ck_assert_int_eq(ps_sim_metrics(sim, &m), PS_ESTATE);
+    ck_assert_ptr_null(ps_sim_starts(sim, 0));
+    ps_rank_metrics rm;
+    ck_assert_int_eq(ps_sim_rank_metrics(sim, 3, &rm), PS_ESTATE);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sim");
@@ -196,6 +262,8 @@ int main(void)
     tcase_add_test(tc, sim_stage_costs);
     tcase_add_test(tc, sim_fused_pairs_and_memory);
     tcase_add_test(tc, sim_reuse_across_sizes);
+    tcase_add_loop_test(tc, sim_replay_matches_engine, 0, (int)ps_family_count());
+    tcase_add_test(tc, sim_stale_after_regeneration);
     suite_add_tcase(su, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, sim_errors);

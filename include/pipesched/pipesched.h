@@ -299,9 +299,10 @@ PS_EXTERN int ps_sim_new(ps_sim **out, const ps_allocator *alloc);
 PS_EXTERN void ps_sim_free(ps_sim *sim);
 PS_EXTERN const char *ps_sim_last_error(const ps_sim *sim);
 /*
- * Simulates s under pb's costs. s is borrowed: it must stay alive and unchanged while the
- * results of sim are used. PS_EDEADLOCK names each rank's blocked action; PS_ECONFIG when the
- * per-stage costs do not match the stage count.
+ * Simulates s under pb's costs. s is borrowed: it must stay alive while the results of sim
+ * are used; once s is regenerated or reloaded, the accessors below answer PS_ESTATE / NULL.
+ * PS_EDEADLOCK names each rank's blocked action; PS_ECONFIG when the per-stage costs do not match
+ * the stage count.
  */
 PS_EXTERN int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb);
 PS_EXTERN int ps_sim_metrics(const ps_sim *sim, ps_metrics *out);

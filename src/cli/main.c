@@ -84,14 +84,49 @@ static void usage_cmd(FILE *f, const char *cmd)
                 "      --trace FILE        write a Chrome/Perfetto trace\n",
                 common_help);
     } else if (!strcmp(cmd, "demo")) {
-        fprintf(f, "usage: pipesched demo\n\nShows 1F1B and interleaved 1F1B on 4 ranks, timed, "
-                   "with their metrics.\n");
+        fprintf(f, "usage: pipesched demo\n\nShows GPipe, 1F1B and interleaved 1F1B on 4 ranks "
+                   "with 8 micro-batches,\ntimed, with their metrics.\n");
     } else {
         usage_main(f);
     }
 }
 
-static int parse_opts(int argc, char **argv, opts *o, int want_file)
+/* Long names by option letter, for messages. */
+static const char *opt_name(int c)
+{
+    switch (c) {
+    case 's':
+        return "--schedule";
+    case 'p':
+        return "--pp";
+    case 'v':
+        return "--vpp";
+    case 'm':
+        return "--microbatches";
+    case 'G':
+        return "--group-size";
+    case 'c':
+        return "--costs";
+    case 'C':
+        return "--config";
+    case 'f':
+        return "--format";
+    case 'o':
+        return "--output";
+    case 'T':
+        return "--trace";
+    case 't':
+        return "--timed";
+    case 'j':
+        return "--json";
+    default:
+        return "--help";
+    }
+}
+
+/* Parses argv for command cmd, which accepts the option letters in `allowed`. */
+static int parse_opts(int argc, char **argv, opts *o, const char *cmd, const char *allowed,
+                      int want_file)
 {
     static const struct option longopts[] = {
         {"schedule", required_argument, NULL, 's'},
@@ -115,6 +150,11 @@ static int parse_opts(int argc, char **argv, opts *o, int want_file)
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":s:p:v:m:f:o:h", longopts, NULL)) != -1) {
+        if (c != ':' && c != '?' && !strchr(allowed, c)) {
+            fprintf(stderr, "pipesched: %s does not take %s (see pipesched %s --help)\n", cmd,
+                    opt_name(c), cmd);
+            return -1;
+        }
         switch (c) {
         case 's':
             o->schedule = optarg;
@@ -286,7 +326,7 @@ static int report(const char *what, int rc, const char *msg)
 static int cmd_list(int argc, char **argv)
 {
     opts o;
-    if (parse_opts(argc, argv, &o, 0))
+    if (parse_opts(argc, argv, &o, "list", "jh", 0))
         return EXIT_USAGE;
     if (o.help) {
         usage_cmd(stdout, "list");
@@ -324,7 +364,7 @@ static int make_schedule(const ps_problem *pb, ps_schedule **out)
         return report("schedule", rc, NULL);
     rc = ps_schedule_generate(s, pb);
     if (rc) {
-        int ex = report(ps_problem_schedule(pb), rc, ps_schedule_last_error(s));
+        int ex = report("generate", rc, ps_schedule_last_error(s));
         ps_schedule_free(s);
         return ex;
     }
@@ -358,7 +398,7 @@ static int cmd_generate(int argc, char **argv)
 {
     opts o;
     ps_format fmt = PS_FORMAT_TABLE;
-    if (parse_opts(argc, argv, &o, 0))
+    if (parse_opts(argc, argv, &o, "generate", "spvmGcCfoth", 0))
         return EXIT_USAGE;
     if (o.help) {
         usage_cmd(stdout, "generate");
@@ -366,6 +406,10 @@ static int cmd_generate(int argc, char **argv)
     }
     if (o.format && parse_format(o.format, &fmt))
         return EXIT_USAGE;
+    if (o.timed && fmt != PS_FORMAT_TABLE && fmt != PS_FORMAT_JSON) {
+        fprintf(stderr, "pipesched: --timed applies to the table and json formats\n");
+        return EXIT_USAGE;
+    }
     ps_problem *pb = NULL;
     ps_schedule *s = NULL;
     ps_sim *sim = NULL;
@@ -420,7 +464,7 @@ static int cmd_simulate(int argc, char **argv)
 {
     opts o;
     ps_format fmt = PS_FORMAT_TABLE;
-    if (parse_opts(argc, argv, &o, 0))
+    if (parse_opts(argc, argv, &o, "simulate", "spvmGcCfoTjh", 0))
         return EXIT_USAGE;
     if (o.help) {
         usage_cmd(stdout, "simulate");
@@ -453,7 +497,7 @@ static int cmd_check(int argc, char **argv)
 {
     opts o;
     ps_format fmt = PS_FORMAT_TABLE;
-    if (parse_opts(argc, argv, &o, 1))
+    if (parse_opts(argc, argv, &o, "check", "mcCfoTjh", 1))
         return EXIT_USAGE;
     if (o.help) {
         usage_cmd(stdout, "check");
@@ -465,11 +509,6 @@ static int cmd_check(int argc, char **argv)
     }
     if (o.format && parse_format(o.format, &fmt))
         return EXIT_USAGE;
-    if (o.schedule || o.pp > 0 || o.vpp > 0 || o.group > 0) {
-        fprintf(stderr, "pipesched: check infers the schedule, pp and vpp from the file; only "
-                        "-m, --costs and --config apply\n");
-        return EXIT_USAGE;
-    }
     ps_problem *pb = NULL;
     ps_schedule *s = NULL;
     ps_sim *sim = NULL;
@@ -545,7 +584,7 @@ out:
 static int cmd_demo(int argc, char **argv)
 {
     opts o;
-    if (parse_opts(argc, argv, &o, 0))
+    if (parse_opts(argc, argv, &o, "demo", "h", 0))
         return EXIT_USAGE;
     if (o.help) {
         usage_cmd(stdout, "demo");
