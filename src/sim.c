@@ -186,13 +186,25 @@ static inline double fast_duration(const ps_sim *sim, const ps_action *a)
     return sim->dur[a->kind];
 }
 
-PS__HOT int sim_issue(void *ud, int32_t r, int64_t i, const ps_action *a, const int32_t dep[2])
+/* A rank's running state: when it is free, its busy time, its live activations and peak. */
+typedef struct rank_state {
+    double free, busy;
+    int64_t act, peak;
+} rank_state;
+
+/*
+ * The virtual clock's step: action i of rank r starts when the rank is free and its inputs
+ * have arrived, ends after its duration; records its times, the end times its consumers
+ * wait for, and the activation count. rs is the rank's state, kept in registers by the
+ * replay loop (a load and store of it per action would lengthen the dependency chain).
+ */
+PS__HOT void sim_step(ps_sim *sim, rank_state *rs, int32_t r, int64_t i, const ps_action *a,
+                      const int32_t dep[2])
 {
-    ps_sim *sim = ud;
     const ps_schedule *s = sim->s;
-    double t = sim->rfree[r], d = fast_duration(sim, a);
+    double t = rs->free, d = fast_duration(sim, a);
     size_t m = (size_t)s->m;
-    int64_t act = sim->act[r];
+    int64_t act = rs->act;
     if (dep[0] >= 0) {
         double at = arrival(sim, sim->tf, r, dep[0], a->mb);
         t = at > t ? at : t;
@@ -203,41 +215,54 @@ PS__HOT int sim_issue(void *ud, int32_t r, int64_t i, const ps_action *a, const 
         t = at > t ? at : t;
     }
     double e = t + d;
-    switch (a->kind) {
-    case PS_F:
+    int kind = a->kind;
+    if (kind == PS_F) {
         sim->tf[(size_t)a->stage * m + (size_t)a->mb] = e;
         act++;
-        break;
-    case PS_I:
+    } else if (kind == PS_B || kind == PS_I) {
         sim->tg[(size_t)a->stage * m + (size_t)a->mb] = e;
-        break;
-    case PS_B:
-        sim->tg[(size_t)a->stage * m + (size_t)a->mb] = e;
+        act -= kind == PS_B;
+    } else if (kind == PS_W) {
         act--;
-        break;
-    case PS_W:
-        act--;
-        break;
-    case PS_FB:
+    } else if (kind == PS_FB) {
         sim->tf[(size_t)a->stage * m + (size_t)a->mb] = e;
         sim->tg[(size_t)a->bstage * m + (size_t)a->bmb] = e;
         act++; /* the forward counts before the backward releases */
-        if (act > sim->peak[r])
-            sim->peak[r] = act;
-        if (a->bkind == PS_B)
-            act--;
-        break;
-    default:
-        break;
+        if (act > rs->peak)
+            rs->peak = act;
+        act -= a->bkind == PS_B;
     }
-    if (act > sim->peak[r])
-        sim->peak[r] = act;
-    sim->act[r] = act;
+    if (act > rs->peak)
+        rs->peak = act;
+    rs->act = act;
     size_t k = (size_t)(s->off[r] + i);
     sim->start[k] = t;
     sim->end[k] = e;
-    sim->rfree[r] = e;
-    sim->busy[r] += d;
+    rs->free = e;
+    rs->busy += d;
+}
+
+static inline rank_state load_rank(const ps_sim *sim, int32_t r)
+{
+    rank_state rs = {sim->rfree[r], sim->busy[r], sim->act[r], sim->peak[r]};
+    return rs;
+}
+
+static inline void store_rank(ps_sim *sim, int32_t r, const rank_state *rs)
+{
+    sim->rfree[r] = rs->free;
+    sim->busy[r] = rs->busy;
+    sim->act[r] = rs->act;
+    sim->peak[r] = rs->peak;
+}
+
+/* The engine's issue callback: one action, state through memory. */
+PS__HOT int sim_issue(void *ud, int32_t r, int64_t i, const ps_action *a, const int32_t dep[2])
+{
+    ps_sim *sim = ud;
+    rank_state rs = load_rank(sim, r);
+    sim_step(sim, &rs, r, i, a, dep);
+    store_rank(sim, r, &rs);
     return 1;
 }
 
@@ -272,11 +297,13 @@ static void replay(ps_sim *sim, const ps_schedule *s)
         int32_t r = s->order[k];
         int64_t i = cur[r], n = s->order[k + 1];
         const ps_action *base = s->acts + s->off[r];
+        rank_state rs = load_rank(sim, r);
         for (int64_t q = 0; q < n; q++, i++) {
             int32_t dep[2];
             ps__eng_deps(&v, &base[i], dep);
-            sim_issue(sim, r, i, &base[i], dep);
+            sim_step(sim, &rs, r, i, &base[i], dep);
         }
+        store_rank(sim, r, &rs);
         cur[r] = i;
     }
 }

@@ -87,6 +87,38 @@ static void bad_count(ps_schedule *s, int32_t j, int32_t stage, uint8_t c, int *
                    s->stage_rank[stage], why);
 }
 
+/* Every reference in range, on its rank and on its micro-batch's path; every action a
+ * compute action. Returns the number of problems (appended to s->err). */
+static int check_refs(ps_schedule *s)
+{
+    int nerr = 0;
+    const refs f = {s->stage_rank, s->path_pos, s->mb_path, (uint32_t)s->nstages, (uint32_t)s->m};
+    for (int32_t r = 0; r < s->pp; r++) {
+        const ps_action *a = s->acts + s->off[r];
+        const int64_t n = s->len[r];
+        for (int64_t i = 0; i < n; i++) {
+            const ps_action *x = &a[i];
+            if (x->kind > PS_FB) {
+                char name[96];
+                ps__action_str(x, name, sizeof name);
+                if (++nerr <= MAX_LISTED)
+                    ps__adderr(s->err, "\n  rank %d, step %lld: %s is not a compute action", r,
+                               (long long)i, name);
+                continue;
+            }
+            if (!ref_ok(&f, r, x->stage, x->mb))
+                bad_ref(s, r, i, x, x->stage, x->mb, &nerr);
+            if (x->kind == PS_FB && !ref_ok(&f, r, x->bstage, x->bmb))
+                bad_ref(s, r, i, x, x->bstage, x->bmb, &nerr);
+        }
+    }
+    if (nerr > MAX_LISTED)
+        ps__adderr(s->err, "\n  ... and %d more problems", nerr - MAX_LISTED);
+    return nerr;
+}
+
+/* Counts every (stage, mb) and explains what is missing or repeated. Runs only after a
+ * failed sweep, on references check_refs accepted. */
 static int check_static(ps_schedule *s, uint8_t *cnt)
 {
     int nerr = 0;
@@ -140,19 +172,63 @@ static int check_static(ps_schedule *s, uint8_t *cnt)
     return nerr;
 }
 
-static int null_issue(void *ud, int32_t rank, int64_t idx, const ps_action *a, const int32_t dep[2])
+/*
+ * The validator's clock completes everything at once and watches for repeats: an F, a
+ * backward or a W that runs a second time for the same (stage, micro-batch). Together with
+ * the completeness check after the sweep this proves the counts without a counting pass;
+ * the counting pass (check_static) only runs to explain a failure.
+ */
+typedef struct vclock {
+    const ps__engine *e;
+    int repeat;
+} vclock;
+
+PS__HOT int check_issue(void *ud, int32_t rank, int64_t idx, const ps_action *a,
+                        const int32_t dep[2])
 {
-    (void)ud, (void)rank, (void)idx, (void)a, (void)dep;
+    vclock *c = ud;
+    const ps__flag *st = c->e->st;
+    size_t m = c->e->m;
+    ps__flag f = st[(size_t)a->stage * m + (size_t)a->mb];
+    (void)rank, (void)idx, (void)dep;
+    if (a->kind == PS_F)
+        c->repeat |= (f & PS__ST_F_DONE) != 0;
+    else if (a->kind == PS_B || a->kind == PS_I)
+        c->repeat |= (f & PS__ST_G_DONE) != 0;
+    else if (a->kind == PS_W)
+        c->repeat |= (f & PS__ST_W_DONE) != 0;
+    else if (a->kind == PS_FB)
+        c->repeat |=
+            (f & PS__ST_F_DONE) || (st[(size_t)a->bstage * m + (size_t)a->bmb] & PS__ST_G_DONE);
     return 1;
 }
 
-static int null_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t from, int32_t to)
+PS__HOT int null_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t from, int32_t to)
 {
     (void)ud, (void)dir, (void)stage, (void)mb, (void)from, (void)to;
     return 1;
 }
 
-static const ps__engine_ops null_ops = {null_issue, null_transfer};
+static const ps__engine_ops check_ops = {check_issue, null_transfer};
+
+/* After a complete sweep without repeats: every (stage, mb) on its path ran F, a backward
+ * and its weight gradient (B sets W_DONE itself). */
+static int complete(const ps_schedule *s, const ps__flag *st)
+{
+    const ps__flag all = PS__ST_F_DONE | PS__ST_G_DONE | PS__ST_W_DONE;
+    for (int32_t stage = 0; stage < s->nstages; stage++) {
+        const ps__flag *f = &st[(size_t)stage * (size_t)s->m];
+        for (int32_t j = 0; j < s->m; j++) {
+            if ((f[j] & all) == all)
+                continue;
+            if (s->mb_path &&
+                s->path_pos[(size_t)s->mb_path[j] * (size_t)s->nstages + (size_t)stage] < 0)
+                continue;
+            return 0;
+        }
+    }
+    return 1;
+}
 
 /* ---- lowered lists ------------------------------------------------------------------------ */
 
@@ -304,26 +380,43 @@ static int check_lowered(ps_schedule *s)
     return nerr ? PS_EINVALID : 0;
 }
 
+/* Explains a failed sweep: count problems first (they are the cause more often than not),
+ * else the deadlock. */
+static int explain(ps_schedule *s, const ps__engine *e, int finished)
+{
+    size_t sm = (size_t)s->nstages * (size_t)s->m;
+    uint8_t *cnt = ps__calloc(&s->al, sm, 1);
+    if (!cnt)
+        return ps__seterr(s->err, PS_ENOMEM, "out of memory validating %zu actions",
+                          ps_schedule_total_actions(s));
+    ps__seterr(s->err, 0, "invalid schedule:");
+    int nerr = check_static(s, cnt);
+    ps__free(&s->al, cnt, sm, 1);
+    if (nerr)
+        return PS_EINVALID;
+    if (!finished) {
+        ps__seterr(s->err, PS_EDEADLOCK,
+                   "deadlock after %lld of %lld actions:", (long long)ps__engine_done(e),
+                   (long long)e->total);
+        ps__engine_describe(e, s->err);
+        return PS_EDEADLOCK;
+    }
+    return ps__seterr(s->err, PS_EINVALID, "invalid schedule: an action runs twice");
+}
+
 int ps_schedule_validate(ps_schedule *s)
 {
     if (!s)
         return PS_EINVAL;
     if (s->pp <= 0 || !s->acts)
         return ps__seterr(s->err, PS_EINVAL, "the schedule is empty");
-    size_t sm = (size_t)s->nstages * (size_t)s->m;
-    uint8_t *cnt = ps__calloc(&s->al, sm, 1);
-    if (!cnt)
-        return ps__seterr(s->err, PS_ENOMEM, "out of memory validating %zu actions",
-                          ps_schedule_total_actions(s));
-    s->err[0] = 0;
     ps__seterr(s->err, 0, "invalid schedule:");
-    int nerr = check_static(s, cnt);
-    ps__free(&s->al, cnt, sm, 1);
-    if (nerr)
+    if (check_refs(s))
         return PS_EINVALID;
 
     ps__engine e;
-    int rc = ps__engine_init(&e, s, &null_ops, NULL, &s->al);
+    vclock clk = {&e, 0};
+    int rc = ps__engine_init(&e, s, &check_ops, &clk, &s->al);
     if (rc)
         return ps__seterr(s->err, rc, "out of memory");
     /* Record the issue order for the simulator, reusing the schedule's buffer. */
@@ -333,24 +426,22 @@ int ps_schedule_validate(ps_schedule *s)
     e.rec_cap = s->order_cap;
     s->order = NULL;
     s->order_cap = 0;
-    ps__engine_run_sync(&e, &null_ops);
+    ps__engine_run_sync(&e, &check_ops);
     int finished = ps__engine_finished(&e);
-    if (!finished) {
-        ps__seterr(s->err, PS_EDEADLOCK,
-                   "deadlock after %lld of %lld actions:", (long long)ps__engine_done(&e),
-                   (long long)e.total);
-        ps__engine_describe(&e, s->err);
-    }
+    int ok = finished && !clk.repeat && complete(s, e.st);
     s->order = e.rec;
     s->order_cap = e.rec_cap;
     s->order_len = e.rec_len;
-    s->order_ok = finished && !e.rec_failed;
+    s->order_ok = ok && !e.rec_failed;
     int rec_failed = e.rec_failed;
     e.rec = NULL;
     e.rec_cap = 0;
+    if (!ok) {
+        rc = explain(s, &e, finished);
+        ps__engine_destroy(&e);
+        return rc;
+    }
     ps__engine_destroy(&e);
-    if (!finished)
-        return PS_EDEADLOCK;
     if (rec_failed)
         return ps__seterr(s->err, PS_ENOMEM, "out of memory recording the issue order");
     if (s->lowered) {
