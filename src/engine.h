@@ -72,7 +72,7 @@ typedef struct ps__engine {
     int32_t *parked;  /* per rank: blocked on a missing input, waiting to be woken */
     int32_t *queue;   /* ring of ranks to advance */
     int32_t qhead, qcount;
-    ps__flag *st; /* per (stage, mb): PS__ST_* flags, index stage * m + mb */
+    ps__flag *st; /* per (stage, mb): PS__ST_* flags, index ps__sm(stage, mb) */
     int64_t total, in_flight_transfers;
     /* Optional record of the issue order (see ps_schedule.order): pairs (rank, n). */
     int rec_on, rec_failed;
@@ -131,7 +131,7 @@ PS__HOT size_t ps__eng_path(const ps__eng_view *v, int32_t mb)
 
 PS__HOT size_t ps__eng_idx(const ps__eng_view *v, int32_t stage, int32_t mb)
 {
-    return (size_t)stage * v->m + (size_t)mb;
+    return ps__sm(v->m, stage, mb);
 }
 
 /* Whether F(stage, mb) can run; *dep receives the stage it consumes from (-1: none). */

@@ -23,7 +23,7 @@ struct ps_sim {
     /* Timeline, indexed like the schedule's action array. */
     double *start, *end;
     size_t cap_acts;
-    double *tf, *tg; /* end of F(s, j) / of its backward, index s * m + j */
+    double *tf, *tg; /* end of F(s, j) / of its backward, index ps__sm(s, j) */
     size_t cap_sm;
     /* Per rank. */
     double *rfree, *busy;
@@ -175,7 +175,7 @@ double ps_sim_duration(const ps_sim *sim, const ps_action *a)
 static inline double arrival(const ps_sim *sim, const double *t, int32_t r, int32_t dep, int32_t mb)
 {
     const ps_schedule *s = sim->s;
-    double at = t[(size_t)dep * (size_t)s->m + (size_t)mb];
+    double at = t[ps__sm((size_t)s->m, dep, mb)];
     return s->stage_rank[dep] == r ? at : at + sim->cost[PS_COST_C];
 }
 
@@ -217,16 +217,16 @@ PS__HOT void sim_step(ps_sim *sim, rank_state *rs, int32_t r, int64_t i, const p
     double e = t + d;
     int kind = a->kind;
     if (kind == PS_F) {
-        sim->tf[(size_t)a->stage * m + (size_t)a->mb] = e;
+        sim->tf[ps__sm(m, a->stage, a->mb)] = e;
         act++;
     } else if (kind == PS_B || kind == PS_I) {
-        sim->tg[(size_t)a->stage * m + (size_t)a->mb] = e;
+        sim->tg[ps__sm(m, a->stage, a->mb)] = e;
         act -= kind == PS_B;
     } else if (kind == PS_W) {
         act--;
     } else if (kind == PS_FB) {
-        sim->tf[(size_t)a->stage * m + (size_t)a->mb] = e;
-        sim->tg[(size_t)a->bstage * m + (size_t)a->bmb] = e;
+        sim->tf[ps__sm(m, a->stage, a->mb)] = e;
+        sim->tg[ps__sm(m, a->bstage, a->bmb)] = e;
         act++; /* the forward counts before the backward releases */
         if (act > rs->peak)
             rs->peak = act;

@@ -145,26 +145,26 @@ static int check_static(ps_schedule *s, uint8_t *cnt)
                 if (!bok)
                     bad_ref(s, r, i, x, x->bstage, x->bmb, &nerr);
                 if (ok && bok) {
-                    count(&cnt[(size_t)x->stage * m + (size_t)x->mb], SH_F);
-                    count(&cnt[(size_t)x->bstage * m + (size_t)x->bmb], shift_of(x->bkind));
+                    count(&cnt[ps__sm(m, x->stage, x->mb)], SH_F);
+                    count(&cnt[ps__sm(m, x->bstage, x->bmb)], shift_of(x->bkind));
                 }
                 continue;
             }
             if (ok)
-                count(&cnt[(size_t)x->stage * m + (size_t)x->mb], shift_of(x->kind));
+                count(&cnt[ps__sm(m, x->stage, x->mb)], shift_of(x->kind));
         }
     }
     /* Every micro-batch through every stage of its path exactly once each way; off-path
      * references were refused above, so their bytes stay 0. */
-    for (int32_t stage = 0; stage < s->nstages; stage++) {
-        const uint8_t *c = &cnt[(size_t)stage * m];
-        for (int32_t j = 0; j < s->m; j++) {
-            if (c[j] == OK_B || c[j] == OK_IW)
+    for (int32_t j = 0; j < s->m; j++) {
+        for (int32_t stage = 0; stage < s->nstages; stage++) {
+            uint8_t c = cnt[ps__sm(m, stage, j)];
+            if (c == OK_B || c == OK_IW)
                 continue;
             if (s->mb_path &&
                 s->path_pos[(size_t)s->mb_path[j] * (size_t)s->nstages + (size_t)stage] < 0)
                 continue;
-            bad_count(s, j, stage, c[j], &nerr);
+            bad_count(s, j, stage, c, &nerr);
         }
     }
     if (nerr > MAX_LISTED)
@@ -189,7 +189,7 @@ PS__HOT int check_issue(void *ud, int32_t rank, int64_t idx, const ps_action *a,
     vclock *c = ud;
     const ps__flag *st = c->e->st;
     size_t m = c->e->m;
-    ps__flag f = st[(size_t)a->stage * m + (size_t)a->mb];
+    ps__flag f = st[ps__sm(m, a->stage, a->mb)];
     (void)rank, (void)idx, (void)dep;
     if (a->kind == PS_F)
         c->repeat |= (f & PS__ST_F_DONE) != 0;
@@ -198,8 +198,7 @@ PS__HOT int check_issue(void *ud, int32_t rank, int64_t idx, const ps_action *a,
     else if (a->kind == PS_W)
         c->repeat |= (f & PS__ST_W_DONE) != 0;
     else if (a->kind == PS_FB)
-        c->repeat |=
-            (f & PS__ST_F_DONE) || (st[(size_t)a->bstage * m + (size_t)a->bmb] & PS__ST_G_DONE);
+        c->repeat |= (f & PS__ST_F_DONE) || (st[ps__sm(m, a->bstage, a->bmb)] & PS__ST_G_DONE);
     return 1;
 }
 
@@ -217,7 +216,7 @@ static int complete(const ps_schedule *s, const ps__flag *st)
 {
     const ps__flag all = PS__ST_F_DONE | PS__ST_G_DONE | PS__ST_W_DONE;
     for (int32_t stage = 0; stage < s->nstages; stage++) {
-        const ps__flag *f = &st[(size_t)stage * (size_t)s->m];
+        const ps__flag *f = &st[ps__sm((size_t)s->m, stage, 0)];
         for (int32_t j = 0; j < s->m; j++) {
             if ((f[j] & all) == all)
                 continue;
