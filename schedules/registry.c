@@ -149,13 +149,15 @@ int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
                           pb->pp, v, pb->m, actions, PS_MAX_ACTIONS);
     if (pb->group && strcmp(f->name, "interleaved") != 0)
         return ps__seterr(s->err, PS_EUNSUPPORTED,
-                          "group_size applies to interleaved only; %s has no micro-batch groups",
+                          "group_size applies to the interleaved family only; %s has no group "
+                          "size to set",
                           f->name);
     if (pb->n_stage_costs && pb->n_stage_costs != (size_t)nstages)
         return ps__seterr(s->err, PS_ECONFIG,
-                          "stage_costs has %zu entries but %s with pp=%lld, vpp=%lld has %lld "
+                          "stage_costs has %zu entr%s but %s with pp=%lld, vpp=%lld has %lld "
                           "stages",
-                          pb->n_stage_costs, f->name, pb->pp, v, nstages);
+                          pb->n_stage_costs, pb->n_stage_costs == 1 ? "y" : "ies", f->name, pb->pp,
+                          v, nstages);
     p.p = (int32_t)pb->pp;
     p.v = (int32_t)v;
     p.m = (int32_t)pb->m;

@@ -167,8 +167,8 @@ static int check_numbers(loader *ld, const cell *c, int32_t stage, int32_t mb)
     }
     if (ld->given_m > 0 && mb >= ld->given_m) {
         snprintf(what, sizeof what,
-                 "micro-batch %d is out of range: the table has %d micro-batch(es), 0..m-1",
-                 (int)mb, (int)ld->given_m);
+                 "micro-batch %d is out of range: -m gives %d micro-batches (0..m-1)", (int)mb,
+                 (int)ld->given_m);
         return cell_error(ld, PS_EINVALID, c->line, c->col, c->text, c->len, what);
     }
     if (stage > ld->max_stage)

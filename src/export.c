@@ -157,11 +157,11 @@ static double time_gcd(double a, double b, double eps)
     return a;
 }
 
-#define MAX_TIMED_COLUMNS 100000
+#define MAX_TIMED_COLUMNS 4000
 
 /*
  * One column per time unit. The unit is the largest that divides every start and end time
- * (within rounding), so each action gets whole columns, but at least makespan / 100000 so
+ * (within rounding), so each action gets whole columns, but at least makespan / 4000 so
  * that odd costs cannot blow the table up; the legend says which. An action's first column
  * shows its name, the following ones "+"; idle columns show ".". Zero-length actions occupy
  * no column; the legend counts them.
@@ -193,13 +193,9 @@ static void export_timed(out *o, const ps_schedule *s, const ps_sim *sim)
     }
     size_t w = max_label(s, s->acts, s->off, s->len);
     int rw = snprintf(NULL, 0, "%d", s->pp - 1);
-    puts_(o, "# one column = ");
-    put_num(o, unit);
-    puts_(o, " time unit");
-    puts_(o, unit == 1 ? "" : "s");
+    putf(o, "# one column = %g time unit%s", unit, unit == 1 ? "" : "s");
     puts_(o, rounded ? " (times rounded to the nearest column)" : "");
-    puts_(o, "; \"+\" continues the action to its left, \".\" is idle; makespan ");
-    put_num(o, met.makespan);
+    putf(o, "; \"+\" continues the action to its left, \".\" is idle; makespan %g", met.makespan);
     if (zero)
         putf(o, "; %lld zero-length action%s not drawn", (long long)zero, zero == 1 ? "" : "s");
     puts_(o, "\n");
@@ -454,14 +450,11 @@ int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_f
 {
     if (!s || !write || s->pp <= 0 || !s->acts)
         return PS_EINVAL;
-    ps_metrics tmp;
     int timed = fmt == PS_FORMAT_TABLE_TIMED || fmt == PS_FORMAT_TRACE || fmt == PS_FORMAT_METRICS;
-    if (sim && ps_sim_metrics(sim, &tmp))
-        sim = NULL;
     if (timed && !sim)
         return PS_EINVAL;
     if (sim && ps__sim_schedule(sim) != s)
-        return PS_EINVAL; /* the timeline belongs to another schedule */
+        return PS_ESTATE; /* no timeline, a stale one, or one of another schedule */
     if (fmt == PS_FORMAT_CSV_COMMS && !s->lowered)
         return PS_EINVAL;
     out *o = ps__alloc(&s->al, 1, sizeof *o);

@@ -320,8 +320,8 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         return ps__seterr(sim->err, PS_EINVAL, "the schedule is empty");
     if (pb->n_stage_costs && pb->n_stage_costs != (size_t)s->nstages)
         return ps__seterr(sim->err, PS_ECONFIG,
-                          "stage_costs has %zu entries but the schedule has %d stages",
-                          pb->n_stage_costs, s->nstages);
+                          "stage_costs has %zu entr%s but the schedule has %d stages",
+                          pb->n_stage_costs, pb->n_stage_costs == 1 ? "y" : "ies", s->nstages);
     int rc = reserve(sim, s);
     if (rc)
         return ps__seterr(sim->err, rc, "out of memory for the simulation of %zu actions",

@@ -72,7 +72,9 @@ static void bad_count(ps_schedule *s, int32_t j, int32_t stage, uint8_t c, int *
     unsigned f = c & 3u, i = (c >> SH_I) & 3u, w = (c >> SH_W) & 3u, b = (c >> SH_B) & 3u;
     char tmp[128];
     const char *why = tmp;
-    if (f != 1)
+    if (c == 0)
+        why = "never runs (no forward, no backward)";
+    else if (f != 1)
         snprintf(tmp, sizeof tmp, "%s%u forwards (expected 1)", f == 3 ? "at least " : "", f);
     else if (b + i == 0)
         why = "no backward (expected one B, or one I and one W)";

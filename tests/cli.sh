@@ -72,7 +72,7 @@ expect 2 "list takes no pp" -- "$bin" list -p 4
 expect 2 "check takes no schedule" -- "$bin" check x.csv -s 1f1b
 expect 2 "timed csv" -- "$bin" generate --timed --format csv
 expect 2 "group size on gpipe" -- "$bin" generate -s gpipe --group-size 4
-contains "$tmp/err" "group_size applies to interleaved only" "group size refused"
+contains "$tmp/err" "group_size applies to the interleaved family only" "group size refused"
 
 # CSV out and back in.
 expect 0 "csv out" -- "$bin" generate -s interleaved -p 4 -v 2 -m 8 --format csv -o "$tmp/s.csv"

@@ -273,7 +273,7 @@ START_TEST(export_tables)
     ck_assert_int_eq(ps_export(s, NULL, PS_FORMAT_CSV, NULL, &x), PS_EINVAL);
     /* A timeline of another schedule is refused. */
     ps_schedule *other = gen(pb);
-    ck_assert_int_eq(ps_export(other, sim, PS_FORMAT_TRACE, buf_write, &x), PS_EINVAL);
+    ck_assert_int_eq(ps_export(other, sim, PS_FORMAT_TRACE, buf_write, &x), PS_ESTATE);
     ps_schedule_free(other);
     free(x.data);
     ps_sim_free(sim);

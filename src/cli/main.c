@@ -23,16 +23,55 @@ typedef struct opts {
     const char *file; /* check */
 } opts;
 
-static const char common_help[] =
-    "  -s, --schedule NAME     schedule family or alias (see `pipesched list`)\n"
-    "  -p, --pp N              pipeline ranks\n"
-    "  -v, --vpp N             chunks (virtual stages) per rank\n"
-    "  -m, --microbatches N    micro-batches per iteration\n"
-    "      --group-size N      interleaved micro-batch group size (default pp)\n"
-    "      --costs SPEC        per-chunk costs, e.g. f=1,b=1,w=1,c=0 (fb = fused pair)\n"
-    "      --config FILE       JSON configuration (docs/config.md); flags override it\n"
-    "  -o, --output FILE       write the output to FILE instead of stdout\n"
-    "  -h, --help              this help\n";
+/* Help line of each option, by letter, in the order commands list them. */
+static const struct {
+    char letter;
+    const char *text;
+} option_help[] = {
+    {'s', "  -s, --schedule NAME     schedule family or alias (see `pipesched list`)\n"},
+    {'p', "  -p, --pp N              pipeline ranks\n"},
+    {'v', "  -v, --vpp N             chunks (virtual stages) per rank\n"},
+    {'m', "  -m, --microbatches N    micro-batches per iteration\n"},
+    {'G', "      --group-size N      interleaved micro-batch group size (default pp)\n"},
+    {'c', "      --costs SPEC        per-chunk costs, e.g. f=1,b=1,w=1,c=0 (fb = fused pair)\n"},
+    {'C', "      --config FILE       JSON configuration (docs/config.md); flags override it\n"},
+    {'f', NULL}, /* per command */
+    {'t', "      --timed             simulate: the table gets one column per time unit, the\n"
+          "                          JSON start/end times and metrics\n"},
+    {'j', "      --json              metrics as JSON\n"},
+    {'T', "      --trace FILE        write a Chrome/Perfetto trace (1 cost unit = 1 ms)\n"},
+    {'o', "  -o, --output FILE       write the output to FILE instead of stdout\n"},
+    {'h', "  -h, --help              this help\n"},
+};
+
+static const struct {
+    const char *name, *usage, *about, *format, *options;
+} commands_help[] = {
+    {"list", "pipesched list [--json]",
+     "Lists the schedule families with their aliases (case-insensitive, PyTorch class\n"
+     "names accepted), placement and constraints.",
+     NULL, "jh"},
+    {"generate", "pipesched generate [OPTIONS]",
+     "Generates and validates a schedule and prints it.",
+     "  -f, --format FMT        table (default), json, csv, csv-comms\n", "spvmGcCftoh"},
+    {"simulate", "pipesched simulate [OPTIONS]",
+     "Generates, validates and simulates a schedule; prints its metrics.",
+     "  -f, --format FMT        print the timed schedule (table, or json with the metrics)\n"
+     "                          instead of the metrics\n",
+     "spvmGcCfjToh"},
+    {"check", "pipesched check FILE.csv [OPTIONS]",
+     "Validates a PyTorch-style CSV schedule (compute_only or compute_comms, one row per\n"
+     "rank; - reads stdin) and simulates it. pp, stages, micro-batches and the placement\n"
+     "are inferred from the file; -m sets the micro-batch count; only the costs of a\n"
+     "--config file apply.",
+     "  -f, --format FMT        print the schedule instead of the metrics: table (timed),\n"
+     "                          json (timed, with the metrics), csv, csv-comms\n",
+     "mcCfjToh"},
+    {"demo", "pipesched demo",
+     "Shows GPipe, 1F1B and interleaved 1F1B on 4 ranks with 8 micro-batches, timed,\n"
+     "with their metrics.",
+     NULL, "h"},
+};
 
 static void usage_main(FILE *f)
 {
@@ -49,46 +88,21 @@ static void usage_main(FILE *f)
                "error\n");
 }
 
-static void usage_cmd(FILE *f, const char *cmd)
+/* Prints the help of cmd; returns -1 if there is no such command. */
+static int usage_cmd(FILE *f, const char *cmd)
 {
-    if (!strcmp(cmd, "list")) {
-        fprintf(f, "usage: pipesched list [--json]\n\nLists the schedule families with their "
-                   "aliases (case-insensitive,\nPyTorch class names accepted), placement and "
-                   "constraints.\n");
-    } else if (!strcmp(cmd, "generate")) {
-        fprintf(f,
-                "usage: pipesched generate [OPTIONS]\n\nGenerates and validates a schedule "
-                "and prints it.\n\n%s"
-                "  -f, --format FMT        table (default), json, csv, csv-comms\n"
-                "      --timed             table with one column per time unit "
-                "(simulates)\n",
-                common_help);
-    } else if (!strcmp(cmd, "simulate")) {
-        fprintf(f,
-                "usage: pipesched simulate [OPTIONS]\n\nGenerates, validates and simulates "
-                "a schedule; prints its metrics.\n\n%s"
-                "      --json              metrics as JSON\n"
-                "  -f, --format FMT        also print the timed schedule: table or json\n"
-                "      --trace FILE        write a Chrome/Perfetto trace "
-                "(1 cost unit = 1 ms)\n",
-                common_help);
-    } else if (!strcmp(cmd, "check")) {
-        fprintf(f,
-                "usage: pipesched check FILE.csv [OPTIONS]\n\nValidates a PyTorch-style "
-                "CSV schedule (compute_only or compute_comms, one row\nper rank) and "
-                "simulates it. pp, stages and micro-batches are inferred from\nthe file; "
-                "-m sets the micro-batch count explicitly.\n\n%s"
-                "      --json              metrics as JSON\n"
-                "  -f, --format FMT        also print the schedule: table, json, csv, "
-                "csv-comms\n"
-                "      --trace FILE        write a Chrome/Perfetto trace\n",
-                common_help);
-    } else if (!strcmp(cmd, "demo")) {
-        fprintf(f, "usage: pipesched demo\n\nShows GPipe, 1F1B and interleaved 1F1B on 4 ranks "
-                   "with 8 micro-batches,\ntimed, with their metrics.\n");
-    } else {
-        usage_main(f);
+    for (size_t i = 0; i < sizeof commands_help / sizeof commands_help[0]; i++) {
+        if (strcmp(cmd, commands_help[i].name))
+            continue;
+        fprintf(f, "usage: %s\n\n%s\n\noptions:\n", commands_help[i].usage, commands_help[i].about);
+        for (size_t k = 0; k < sizeof option_help / sizeof option_help[0]; k++) {
+            if (!strchr(commands_help[i].options, option_help[k].letter))
+                continue;
+            fputs(option_help[k].text ? option_help[k].text : commands_help[i].format, f);
+        }
+        return 0;
     }
+    return -1;
 }
 
 /* Long names by option letter, for messages. */
@@ -124,10 +138,13 @@ static const char *opt_name(int c)
     }
 }
 
-/* Parses argv for command cmd, which accepts the option letters in `allowed`. */
-static int parse_opts(int argc, char **argv, opts *o, const char *cmd, const char *allowed,
-                      int want_file)
+/* Parses argv for command cmd, which accepts the options its help lists. */
+static int parse_opts(int argc, char **argv, opts *o, const char *cmd, int want_file)
 {
+    const char *allowed = "";
+    for (size_t i = 0; i < sizeof commands_help / sizeof commands_help[0]; i++)
+        if (!strcmp(cmd, commands_help[i].name))
+            allowed = commands_help[i].options;
     static const struct option longopts[] = {
         {"schedule", required_argument, NULL, 's'},
         {"pp", required_argument, NULL, 'p'},
@@ -317,16 +334,18 @@ static void print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim)
     }
 }
 
+/* Prints "pipesched: [what: ]message" and returns the exit status of rc. */
 static int report(const char *what, int rc, const char *msg)
 {
-    fprintf(stderr, "pipesched: %s: %s\n", what, msg && *msg ? msg : ps_strerror(rc));
+    fprintf(stderr, "pipesched: %s%s%s\n", what ? what : "", what ? ": " : "",
+            msg && *msg ? msg : ps_strerror(rc));
     return cli_exit_code(rc);
 }
 
 static int cmd_list(int argc, char **argv)
 {
     opts o;
-    if (parse_opts(argc, argv, &o, "list", "jh", 0))
+    if (parse_opts(argc, argv, &o, "list", 0))
         return EXIT_USAGE;
     if (o.help) {
         usage_cmd(stdout, "list");
@@ -364,7 +383,7 @@ static int make_schedule(const ps_problem *pb, ps_schedule **out)
         return report("schedule", rc, NULL);
     rc = ps_schedule_generate(s, pb);
     if (rc) {
-        int ex = report("generate", rc, ps_schedule_last_error(s));
+        int ex = report(NULL, rc, ps_schedule_last_error(s));
         ps_schedule_free(s);
         return ex;
     }
@@ -386,7 +405,7 @@ static int run_sim(const ps_schedule *s, const ps_problem *pb, ps_sim **out)
         return report("simulate", rc, NULL);
     rc = ps_sim_run(sim, s, pb);
     if (rc) {
-        int ex = report("simulate", rc, ps_sim_last_error(sim));
+        int ex = report(NULL, rc, ps_sim_last_error(sim));
         ps_sim_free(sim);
         return ex;
     }
@@ -398,7 +417,7 @@ static int cmd_generate(int argc, char **argv)
 {
     opts o;
     ps_format fmt = PS_FORMAT_TABLE;
-    if (parse_opts(argc, argv, &o, "generate", "spvmGcCfoth", 0))
+    if (parse_opts(argc, argv, &o, "generate", 0))
         return EXIT_USAGE;
     if (o.help) {
         usage_cmd(stdout, "generate");
@@ -464,7 +483,7 @@ static int cmd_simulate(int argc, char **argv)
 {
     opts o;
     ps_format fmt = PS_FORMAT_TABLE;
-    if (parse_opts(argc, argv, &o, "simulate", "spvmGcCfoTjh", 0))
+    if (parse_opts(argc, argv, &o, "simulate", 0))
         return EXIT_USAGE;
     if (o.help) {
         usage_cmd(stdout, "simulate");
@@ -497,7 +516,7 @@ static int cmd_check(int argc, char **argv)
 {
     opts o;
     ps_format fmt = PS_FORMAT_TABLE;
-    if (parse_opts(argc, argv, &o, "check", "mcCfoTjh", 1))
+    if (parse_opts(argc, argv, &o, "check", 1))
         return EXIT_USAGE;
     if (o.help) {
         usage_cmd(stdout, "check");
@@ -584,7 +603,7 @@ out:
 static int cmd_demo(int argc, char **argv)
 {
     opts o;
-    if (parse_opts(argc, argv, &o, "demo", "h", 0))
+    if (parse_opts(argc, argv, &o, "demo", 0))
         return EXIT_USAGE;
     if (o.help) {
         usage_cmd(stdout, "demo");
@@ -618,7 +637,14 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     if (!strcmp(cmd, "help")) {
-        usage_cmd(stdout, argc > 2 ? argv[2] : "");
+        if (argc < 3) {
+            usage_main(stdout);
+            return EXIT_OK;
+        }
+        if (usage_cmd(stdout, argv[2])) {
+            fprintf(stderr, "pipesched: no command \"%s\" (see pipesched --help)\n", argv[2]);
+            return EXIT_USAGE;
+        }
         return EXIT_OK;
     }
     if (!strcmp(cmd, "--version")) {
