@@ -189,6 +189,134 @@ static void bench_sizes(int quick)
         }
 }
 
+/*
+ * The zero-bubble families at pp x m = 4x8 ... 64x1024 (and 128x4096): median time of
+ * generate + validate + simulate and the makespan with f = b = w = 1, next to the zero-bubble
+ * project's Python generators on this kind of machine (shared/reference/peer-figures.md;
+ * generator time alone, and their makespans).
+ */
+static void bench_zero_bubble(int quick)
+{
+    static const int sizes[][2] = {{4, 8}, {8, 32}, {16, 64}, {32, 256}, {64, 1024}, {128, 4096}};
+    static const struct {
+        const char *family, *label, *peer;
+        int vpp;
+        double mem_limit_per_p; /* limit = this x pp (0 = none) */
+        double peer_s[5];       /* < 0: timed out (> 60 s) */
+        int peer_makespan[5];
+    } rows[] = {
+        {"zb-h1",
+         "zb-h1",
+         "zb:zb",
+         1,
+         0,
+         {0.00371, 0.02, 0.077, 0.641, 6.75},
+         {27, 103, 207, 799, 3135}},
+        {"zb-h2",
+         "zb-h2",
+         "zb:zb",
+         1,
+         0,
+         {0.00371, 0.02, 0.077, 0.641, 6.75},
+         {27, 103, 207, 799, 3135}},
+        {"zb-auto",
+         "zb-auto v1",
+         "zb:zb",
+         1,
+         0,
+         {0.00371, 0.02, 0.077, 0.641, 6.75},
+         {27, 103, 207, 799, 3135}},
+        {"zb-auto",
+         "zb-auto v1 lim p",
+         "zb:zb mem 1",
+         1,
+         1,
+         {0.00284, 0.0216, 0.15, 0.673, 7.06},
+         {27, 103, 207, 799, 3135}},
+        {"interleaved-zb",
+         "interleaved-zb",
+         "torch ZB1P",
+         2,
+         0,
+         {0.000387, 0.00246, 0.0113, 0.134, -1},
+         {51, 199, 399, 1567, 6207}},
+        {"zb-v",
+         "zb-v",
+         "zb:zbv",
+         2,
+         0,
+         {0.0081, 0.0606, 0.199, 1.46, 11.8},
+         {51, 199, 399, 1567, 6207}},
+        {"zb-auto",
+         "zb-auto v2 lim 2p",
+         "zb:zbv",
+         2,
+         2,
+         {0.0081, 0.0606, 0.199, 1.46, 11.8},
+         {51, 199, 399, 1567, 6207}},
+        {"v-half",
+         "v-half",
+         "zb:zbv_half",
+         2,
+         0,
+         {0.0193, 0.231, 1.74, 29.1, -1},
+         {53, 209, 425, 1625, 0}},
+        {"v-min",
+         "v-min",
+         "zb:zbv_min",
+         2,
+         0,
+         {0.0113, 0.15, 1.44, 19.3, -1},
+         {59, 219, 443, 1659, 0}},
+    };
+    printf("zero-bubble families, f=b=w=1, generate+validate+simulate (median) vs the peer's "
+           "generator alone:\n");
+    printf("  %-18s %-9s %10s %9s | %-12s %10s %9s %9s\n", "family", "pp x m", "ours us",
+           "makespan", "peer", "peer us", "makespan", "speedup");
+    for (size_t f = 0; f < sizeof rows / sizeof rows[0]; f++)
+        for (int k = 0; k < 6; k++) {
+            ctx c;
+            ctx_init(&c, rows[f].family, sizes[k][0], rows[f].vpp, sizes[k][1]);
+            if (rows[f].mem_limit_per_p > 0 &&
+                ps_problem_set_mem_limit(c.pb, rows[f].mem_limit_per_p * sizes[k][0])) {
+                fprintf(stderr, "bench: %s\n", ps_problem_last_error(c.pb));
+                exit(1);
+            }
+            double n = (double)sizes[k][0] * rows[f].vpp * sizes[k][1] * 3;
+            int reps = (int)(1e6 / n);
+            if (quick)
+                reps /= 10;
+            if (reps < 1)
+                reps = 1;
+            int rounds = n > 1e6 ? 3 : 5;
+            double t[5], mk = scenario(&c);
+            for (int r = 0; r < rounds; r++) {
+                double t0 = now();
+                for (int i = 0; i < reps; i++)
+                    scenario(&c);
+                t[r] = (now() - t0) / reps;
+            }
+            double med = median(t, rounds);
+            char dims[32], peer_us[32] = "-", peer_mk[32] = "-", speed[32] = "-";
+            snprintf(dims, sizeof dims, "%dx%d", sizes[k][0], sizes[k][1]);
+            if (k < 5) {
+                double ps = rows[f].peer_s[k];
+                if (ps < 0) {
+                    snprintf(peer_us, sizeof peer_us, ">60 s");
+                    snprintf(speed, sizeof speed, ">%.0fx", 60 / med);
+                } else {
+                    snprintf(peer_us, sizeof peer_us, "%.0f", ps * 1e6);
+                    snprintf(speed, sizeof speed, "%.0fx", ps / med);
+                }
+                if (rows[f].peer_makespan[k])
+                    snprintf(peer_mk, sizeof peer_mk, "%d", rows[f].peer_makespan[k]);
+            }
+            printf("  %-18s %-9s %10.1f %9g | %-12s %10s %9s %9s\n", rows[f].label, dims, med * 1e6,
+                   mk, rows[f].peer, peer_us, peer_mk, speed);
+            ctx_free(&c);
+        }
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
@@ -200,5 +328,6 @@ int main(int argc, char **argv)
     fflush(stdout);
     bench_huge();
     bench_sizes(quick);
+    bench_zero_bubble(quick);
     return 0;
 }

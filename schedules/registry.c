@@ -33,6 +33,20 @@ const ps__family ps__families[] = {
     ROW(looped_bfs, "looped-bfs", "LoopedBFS,ScheduleLoopedBFS,bfs",
         "breadth-first: all forwards of each local stage in turn, then backwards in reverse",
         "any vpp >= 1, m >= 1", PS__PLACE_LOOP, 0, 2),
+    ROW(zb_h1, "zb-h1", "ZB-H1,zb1p-handcrafted,zero-bubble-h1",
+        "zero bubble, handcrafted: warm-up p-r-1 forwards, W deferred by r micro-batches",
+        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 3),
+    ROW(zb_h2, "zb-h2", "ZB-H2,zb2p-handcrafted,zero-bubble-h2",
+        "zero bubble, handcrafted: warm-up 2(p-r-1) forwards, W deferred by 2r micro-batches",
+        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 3),
+    ROW(interleaved_zb, "interleaved-zb",
+        "InterleavedZeroBubble,ScheduleInterleavedZeroBubble,zb1p",
+        "PyTorch's interleaved zero bubble: interleaved-rounds warm-up (v-1)(m/rounds)+(p-r-1), "
+        "split backward, W deferred by r steps",
+        "m mod max(1, m // pp) = 0", PS__PLACE_LOOP, 0, 3),
+    ROW(zb_v, "zb-v", "ZBVZeroBubble,ScheduleZBVZeroBubble,zbv",
+        "handcrafted ZB-V: two chunks per rank in V placement, zero bubble when f = b = w",
+        "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3),
 };
 
 const size_t ps__nfamilies = sizeof ps__families / sizeof ps__families[0];
@@ -152,6 +166,12 @@ int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
                           "group_size applies to the interleaved family only; %s has no group "
                           "size to set",
                           f->name);
+    if (pb->n_stage_mem && pb->n_stage_mem != (size_t)nstages)
+        return ps__seterr(s->err, PS_ECONFIG,
+                          "stage_memory has %zu entr%s but %s with pp=%lld, vpp=%lld has %lld "
+                          "stages",
+                          pb->n_stage_mem, pb->n_stage_mem == 1 ? "y" : "ies", f->name, pb->pp, v,
+                          nstages);
     if (pb->n_stage_costs && pb->n_stage_costs != (size_t)nstages)
         return ps__seterr(s->err, PS_ECONFIG,
                           "stage_costs has %zu entr%s but %s with pp=%lld, vpp=%lld has %lld "
@@ -196,7 +216,7 @@ int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
     rc = f->generate(s, &p);
     if (rc) {
         ps__schedule_clear(s);
-        return rc;
+        return ps__seterr(s->err, rc, "%s: %s while generating", f->name, ps_strerror(rc));
     }
     s->err[0] = 0;
     return 0;

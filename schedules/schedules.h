@@ -17,5 +17,15 @@ PS__FAMILY_DECL(1f1b)
 PS__FAMILY_DECL(interleaved)
 PS__FAMILY_DECL(interleaved_rounds)
 PS__FAMILY_DECL(looped_bfs)
+PS__FAMILY_DECL(zb_h1)
+PS__FAMILY_DECL(zb_h2)
+PS__FAMILY_DECL(interleaved_zb)
+PS__FAMILY_DECL(zb_v)
+PS__FAMILY_DECL(v_half)
+PS__FAMILY_DECL(v_min)
+PS__FAMILY_DECL(zb_auto)
+
+/* Shared by zb-h1 (c = 1) and zb-h2 (c = 2): see zb_h1.c. */
+void ps__zb_h_emit(ps_schedule *s, const ps__params *p, int32_t c);
 
 #endif

@@ -26,7 +26,7 @@
 /* Room for one reported item (path, message and a quoted value). */
 #define ITEM_LEN 768
 
-enum { LEVEL_ROOT, LEVEL_COSTS, LEVEL_STAGE, LEVEL_COUNT };
+enum { LEVEL_ROOT, LEVEL_COSTS, LEVEL_STAGE, LEVEL_MEMORY, LEVEL_STAGE_MEM, LEVEL_COUNT };
 
 enum {
     KEY_SCHEDULE,
@@ -35,17 +35,35 @@ enum {
     KEY_MICROBATCHES,
     KEY_GROUP_SIZE,
     KEY_COSTS,
-    KEY_STAGE_COSTS
+    KEY_STAGE_COSTS,
+    KEY_MEMORY,
+    KEY_STAGE_MEMORY
 };
 
-static const char *const root_keys[] = {"schedule",   "pp",    "vpp",         "microbatches",
-                                        "group_size", "costs", "stage_costs", NULL};
+static const char *const root_keys[] = {"schedule",     "pp",    "vpp",         "microbatches",
+                                        "group_size",   "costs", "stage_costs", "memory",
+                                        "stage_memory", NULL};
 /* Indexed by ps_cost. */
 static const char *const cost_keys[] = {"f", "b", "w", "c", "fb", NULL};
 static const char *const stage_keys[] = {"f", "b", "w", NULL};
+/* f, b, w in ps_stage_mem order, then the per-rank limit. */
+enum { MEM_LIMIT = 3 };
+static const char *const memory_keys[] = {"f", "b", "w", "limit", NULL};
 
-static const char *const *const level_keys[LEVEL_COUNT] = {root_keys, cost_keys, stage_keys};
-static const char *const level_names[LEVEL_COUNT] = {"$", "$.costs", "$.stage_costs[i]"};
+static const char *const *const level_keys[LEVEL_COUNT] = {root_keys, cost_keys, stage_keys,
+                                                           memory_keys, stage_keys};
+static const char *const level_names[LEVEL_COUNT] = {"$", "$.costs", "$.stage_costs[i]", "$.memory",
+                                                     "$.stage_memory[i]"};
+
+/* The two per-stage arrays: the same shape, different value rules. */
+typedef struct stage_array {
+    const char *path; /* "$.stage_costs" */
+    int level;
+    bool memory; /* values may be negative and each entry must sum to 0 */
+} stage_array;
+
+static const stage_array stage_costs_array = {"$.stage_costs", LEVEL_STAGE, false};
+static const stage_array stage_memory_array = {"$.stage_memory", LEVEL_STAGE_MEM, true};
 
 /* The integer keys in root_keys order (KEY_PP .. KEY_GROUP_SIZE) and their accepted ranges. */
 static const struct {
@@ -67,6 +85,13 @@ typedef struct staged {
     double costs[5];     /* indexed by ps_cost */
     const cJSON *stages; /* the checked "stage_costs" array; NULL when absent */
     size_t n_stages;
+    const cJSON *mem_stages; /* the checked "stage_memory" array; NULL when absent */
+    size_t n_mem_stages;
+    ps_stage_mem base_mem; /* input: the problem's memory model, which "memory" merges into */
+    bool has_mem;          /* "memory" gave f, b or w: mem is the merged triple */
+    ps_stage_mem mem;
+    bool has_limit;
+    double limit;
 } staged;
 
 /*
@@ -430,29 +455,133 @@ static void check_costs(diag *d, const cJSON *obj, staged *st)
     }
 }
 
-static void check_stage(diag *d, size_t i, const cJSON *obj)
+/* A memory amount: finite, of either sign, with magnitude at most PS_MAX_COST. */
+static bool check_signed(diag *d, const char *path, const cJSON *it, double *out)
+{
+    if (!cJSON_IsNumber(it)) {
+        report_type(d, path, "a number", it);
+        return false;
+    }
+    double v = it->valuedouble;
+    if (!isfinite(v)) {
+        report(d, path, "expected a finite number, got a number beyond the range of a double");
+        return false;
+    }
+    if (fabs(v) > PS_MAX_COST) {
+        report(d, path, "%.15g is beyond the limit %s%g", v, v < 0 ? "-" : "", PS_MAX_COST);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/*
+ * The rule of ps_problem_set_memory(), written the same way so that a triple accepted here is
+ * accepted there: f + b + w is 0 within 1e-9 of the largest magnitude.
+ */
+static bool sums_to_zero(double f, double b, double w)
+{
+    double big = fabs(f);
+    if (fabs(b) > big)
+        big = fabs(b);
+    if (fabs(w) > big)
+        big = fabs(w);
+    return !(fabs(f + b + w) > 1e-9 * big);
+}
+
+/*
+ * Reports a triple that does not sum to 0 under path. given (NULL = all) says which values the
+ * config wrote; the others are the problem's current ones, and the message says so.
+ */
+static void report_sum(diag *d, const char *path, const ps_stage_mem *m, const bool *given)
+{
+    if (!d->out) {
+        d->errors++;
+        return;
+    }
+    char note[64] = "";
+    const char *missing[3];
+    int n = 0;
+    for (int k = 0; k < 3; k++)
+        if (given && !given[k])
+            missing[n++] = stage_keys[k];
+    if (n == 1)
+        snprintf(note, sizeof note, " (%s is the current value)", missing[0]);
+    else if (n == 2)
+        snprintf(note, sizeof note, " (%s and %s are the current values)", missing[0], missing[1]);
+    else if (n == 3)
+        snprintf(note, sizeof note, " (all three are the current values)");
+    report(d, path, "f + b + w must be 0, got f = %.15g, b = %.15g, w = %.15g, sum %.15g%s", m->f,
+           m->b, m->w, m->f + m->b + m->w, note);
+}
+
+static void check_memory(diag *d, const cJSON *obj, staged *st)
+{
+    if (!cJSON_IsObject(obj)) {
+        report_type(d, "$.memory", "an object", obj);
+        return;
+    }
+    bool seen[4] = {false}, given[3] = {false}, bad = false;
+    double v[3];
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        int k = key_index(memory_keys, it->string);
+        if (k < 0) {
+            report_unknown(d, "$.memory", it->string, LEVEL_MEMORY);
+            continue;
+        }
+        char path[PATH_LEN];
+        snprintf(path, sizeof path, "$.memory.%s", memory_keys[k]);
+        if (seen[k]) {
+            report(d, path, "duplicate key");
+            bad = bad || k != MEM_LIMIT;
+            continue;
+        }
+        seen[k] = true;
+        if (k == MEM_LIMIT)
+            st->has_limit = check_cost(d, path, it, false, &st->limit);
+        else if (check_signed(d, path, it, &v[k]))
+            given[k] = true;
+        else
+            bad = true;
+    }
+    /* The sum is only meaningful once every value given is a valid number. */
+    if (bad || !(given[0] || given[1] || given[2]))
+        return;
+    ps_stage_mem m = {given[0] ? v[0] : st->base_mem.f, given[1] ? v[1] : st->base_mem.b,
+                      given[2] ? v[2] : st->base_mem.w};
+    if (!sums_to_zero(m.f, m.b, m.w)) {
+        report_sum(d, "$.memory", &m, given);
+        return;
+    }
+    st->has_mem = true;
+    st->mem = m;
+}
+
+static void check_stage(diag *d, const stage_array *sa, size_t i, const cJSON *obj)
 {
     char parent[48], path[PATH_LEN];
-    snprintf(parent, sizeof parent, "$.stage_costs[%zu]", i);
+    snprintf(parent, sizeof parent, "%s[%zu]", sa->path, i);
     if (!cJSON_IsObject(obj)) {
         report_type(d, parent, "an object with \"f\", \"b\" and \"w\"", obj);
         return;
     }
-    bool seen[3] = {false};
+    bool seen[3] = {false}, valid[3] = {false};
+    double v[3];
     for (const cJSON *it = obj->child; it; it = it->next) {
         int k = key_index(stage_keys, it->string);
         if (k < 0) {
-            report_unknown(d, parent, it->string, LEVEL_STAGE);
+            report_unknown(d, parent, it->string, sa->level);
             continue;
         }
         snprintf(path, sizeof path, "%s.%s", parent, stage_keys[k]);
         if (seen[k]) {
             report(d, path, "duplicate key");
+            valid[k] = false;
             continue;
         }
         seen[k] = true;
-        double v;
-        check_cost(d, path, it, false, &v);
+        valid[k] =
+            sa->memory ? check_signed(d, path, it, &v[k]) : check_cost(d, path, it, false, &v[k]);
     }
     for (int k = 0; k < 3; k++) {
         if (!seen[k]) {
@@ -460,34 +589,36 @@ static void check_stage(diag *d, size_t i, const cJSON *obj)
             report(d, path, "required key missing");
         }
     }
+    if (sa->memory && valid[0] && valid[1] && valid[2] && !sums_to_zero(v[0], v[1], v[2])) {
+        ps_stage_mem m = {v[0], v[1], v[2]};
+        report_sum(d, parent, &m, NULL);
+    }
 }
 
-static void check_stage_costs(diag *d, const cJSON *arr, staged *st)
+/* Checks "stage_costs" or "stage_memory"; returns the entry count when all is well, else -1. */
+static long check_stage_array(diag *d, const stage_array *sa, const cJSON *arr)
 {
     if (!cJSON_IsArray(arr)) {
-        report_type(d, "$.stage_costs", "an array", arr);
-        return;
+        report_type(d, sa->path, "an array", arr);
+        return -1;
     }
     /* Count first: the length is checked before anything is allocated or examined for it. */
     size_t n = 0;
     for (const cJSON *it = arr->child; it; it = it->next)
         n++;
     if (n > PS_MAX_STAGES) {
-        report(d, "$.stage_costs", "%zu entries is beyond the limit %d", n, PS_MAX_STAGES);
-        return;
+        report(d, sa->path, "%zu entries is beyond the limit %d", n, PS_MAX_STAGES);
+        return -1;
     }
     size_t before = d->errors, i = 0;
     for (const cJSON *it = arr->child; it; it = it->next)
-        check_stage(d, i++, it);
-    if (d->errors == before) {
-        st->stages = arr;
-        st->n_stages = n;
-    }
+        check_stage(d, sa, i++, it);
+    return d->errors == before ? (long)n : -1;
 }
 
 static void check_root(diag *d, const cJSON *root, staged *st)
 {
-    bool seen[KEY_STAGE_COSTS + 1] = {false};
+    bool seen[KEY_STAGE_MEMORY + 1] = {false};
     for (const cJSON *it = root->child; it; it = it->next) {
         int k = key_index(root_keys, it->string);
         if (k < 0) {
@@ -516,11 +647,34 @@ static void check_root(diag *d, const cJSON *root, staged *st)
         case KEY_COSTS:
             check_costs(d, it, st);
             break;
-        case KEY_STAGE_COSTS:
-            check_stage_costs(d, it, st);
+        case KEY_STAGE_COSTS: {
+            long n = check_stage_array(d, &stage_costs_array, it);
+            if (n >= 0) {
+                st->stages = it;
+                st->n_stages = (size_t)n;
+            }
             break;
         }
+        case KEY_MEMORY:
+            check_memory(d, it, st);
+            break;
+        case KEY_STAGE_MEMORY: {
+            long n = check_stage_array(d, &stage_memory_array, it);
+            if (n >= 0) {
+                st->mem_stages = it;
+                st->n_mem_stages = (size_t)n;
+            }
+            break;
+        }
+        }
     }
+}
+
+/* An empty staging struct for pb: "memory" merges into pb's current memory model. */
+static void stage_init(staged *st, const ps_problem *pb)
+{
+    memset(st, 0, sizeof *st);
+    st->base_mem = pb->mem;
 }
 
 /* Writes the full message of a failed check into pb->err: totals first, then every item. */
@@ -528,7 +682,7 @@ static int report_all(ps_problem *pb, const cJSON *root)
 {
     diag count = {0};
     staged st;
-    memset(&st, 0, sizeof st);
+    stage_init(&st, pb);
     check_root(&count, root, &st);
 
     diag d = {0};
@@ -539,7 +693,7 @@ static int report_all(ps_problem *pb, const cJSON *root)
         ps__adderr(pb->err, "%zu unknown keys: ", count.errors);
     else if (count.errors > 1)
         ps__adderr(pb->err, "%zu errors: ", count.errors);
-    memset(&st, 0, sizeof st);
+    stage_init(&st, pb);
     check_root(&d, root, &st);
 
     /* When a key had no close match, list what is accepted at its level instead. */
@@ -595,6 +749,14 @@ static size_t find_nul_escape(const char *text, size_t len)
     return len;
 }
 
+/* The "f", "b" and "w" of a checked stage entry. */
+static void triple(const cJSON *it, double *f, double *b, double *w)
+{
+    *f = cJSON_GetObjectItemCaseSensitive(it, "f")->valuedouble;
+    *b = cJSON_GetObjectItemCaseSensitive(it, "b")->valuedouble;
+    *w = cJSON_GetObjectItemCaseSensitive(it, "w")->valuedouble;
+}
+
 static int apply_stage_costs(ps_problem *pb, const staged *st)
 {
     ps_stage_cost *tmp = NULL;
@@ -604,11 +766,8 @@ static int apply_stage_costs(ps_problem *pb, const staged *st)
             return ps__seterr(pb->err, PS_ENOMEM, "$.stage_costs: out of memory for %zu entries",
                               st->n_stages);
         size_t i = 0;
-        for (const cJSON *it = st->stages->child; it; it = it->next, i++) {
-            tmp[i].f = cJSON_GetObjectItemCaseSensitive(it, "f")->valuedouble;
-            tmp[i].b = cJSON_GetObjectItemCaseSensitive(it, "b")->valuedouble;
-            tmp[i].w = cJSON_GetObjectItemCaseSensitive(it, "w")->valuedouble;
-        }
+        for (const cJSON *it = st->stages->child; it; it = it->next, i++)
+            triple(it, &tmp[i].f, &tmp[i].b, &tmp[i].w);
     }
     int rc = ps_problem_set_stage_costs(pb, tmp, st->n_stages);
     ps__free(&pb->al, tmp, st->n_stages, sizeof *tmp);
@@ -617,16 +776,29 @@ static int apply_stage_costs(ps_problem *pb, const staged *st)
     return rc;
 }
 
-/*
- * Applies checked values. Stage costs go first because they are the only step that allocates
- * and so the only one that can fail; the scalar setters cannot fail on values that passed the
- * same range checks, so after the first step nothing is left half-applied.
- */
-static int apply(ps_problem *pb, const staged *st)
+static int apply_stage_memory(ps_problem *pb, const staged *st)
+{
+    ps_stage_mem *tmp = NULL;
+    if (st->n_mem_stages) {
+        tmp = ps__alloc(&pb->al, st->n_mem_stages, sizeof *tmp);
+        if (!tmp)
+            return ps__seterr(pb->err, PS_ENOMEM, "$.stage_memory: out of memory for %zu entries",
+                              st->n_mem_stages);
+        size_t i = 0;
+        for (const cJSON *it = st->mem_stages->child; it; it = it->next, i++)
+            triple(it, &tmp[i].f, &tmp[i].b, &tmp[i].w);
+    }
+    int rc = ps_problem_set_stage_memory(pb, tmp, st->n_mem_stages);
+    ps__free(&pb->al, tmp, st->n_mem_stages, sizeof *tmp);
+    if (rc == PS_ENOMEM)
+        ps__seterr(pb->err, rc, "$.stage_memory: out of memory for %zu entries", st->n_mem_stages);
+    return rc;
+}
+
+/* The steps that cannot allocate, in a fixed order. */
+static int apply_scalars(ps_problem *pb, const staged *st)
 {
     int rc;
-    if (st->stages && (rc = apply_stage_costs(pb, st)) != 0)
-        return rc;
     if (st->schedule && (rc = ps_problem_set_schedule(pb, st->schedule)) != 0)
         return rc;
     for (int i = 0; i < 4; i++)
@@ -635,6 +807,53 @@ static int apply(ps_problem *pb, const staged *st)
     for (int k = 0; k < 5; k++)
         if (st->has_cost[k] && (rc = ps_problem_set_cost(pb, (ps_cost)k, st->costs[k])) != 0)
             return rc;
+    if (st->has_mem && (rc = ps_problem_set_memory(pb, st->mem.f, st->mem.b, st->mem.w)) != 0)
+        return rc;
+    if (st->has_limit && (rc = ps_problem_set_mem_limit(pb, st->limit)) != 0)
+        return rc;
+    return 0;
+}
+
+/*
+ * Applies checked values through the setters. Two steps allocate (the per-stage costs and the
+ * per-stage memory), so the second can fail after the first has succeeded; the scalar setters
+ * should not fail on values that passed the same checks, but are not trusted to. The load is
+ * made atomic by undoing rather than by ordering: the arrays being replaced are detached from
+ * pb before their setters run (so the setters do not free them) and the scalars are saved.
+ * On any failure the new arrays are freed and the old ones and the scalars put back, which
+ * needs no allocation and so cannot fail itself; on success the old arrays are freed.
+ */
+static int apply(ps_problem *pb, const staged *st)
+{
+    ps_problem saved = *pb; /* the scalars and the old arrays; err is not restored */
+    if (st->stages) {
+        pb->stage_costs = NULL;
+        pb->n_stage_costs = 0;
+    }
+    if (st->mem_stages) {
+        pb->stage_mem = NULL;
+        pb->n_stage_mem = 0;
+    }
+    int rc = 0;
+    if (st->stages)
+        rc = apply_stage_costs(pb, st);
+    if (!rc && st->mem_stages)
+        rc = apply_stage_memory(pb, st);
+    if (!rc)
+        rc = apply_scalars(pb, st);
+    if (rc) {
+        if (st->stages)
+            ps__free(&pb->al, pb->stage_costs, pb->n_stage_costs, sizeof *pb->stage_costs);
+        if (st->mem_stages)
+            ps__free(&pb->al, pb->stage_mem, pb->n_stage_mem, sizeof *pb->stage_mem);
+        memcpy(saved.err, pb->err, sizeof saved.err);
+        *pb = saved;
+        return rc;
+    }
+    if (st->stages)
+        ps__free(&pb->al, saved.stage_costs, saved.n_stage_costs, sizeof *saved.stage_costs);
+    if (st->mem_stages)
+        ps__free(&pb->al, saved.stage_mem, saved.n_stage_mem, sizeof *saved.stage_mem);
     return 0;
 }
 
@@ -688,7 +907,7 @@ int ps_problem_load_json(ps_problem *pb, const char *text, size_t len)
 
     diag d = {0};
     staged st;
-    memset(&st, 0, sizeof st);
+    stage_init(&st, pb);
     check_root(&d, root, &st);
     rc = d.errors ? report_all(pb, root) : apply(pb, &st);
 out:

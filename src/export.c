@@ -266,8 +266,9 @@ static void put_metrics_body(out *o, const ps_schedule *s, const ps_sim *sim)
         put_num(o, rm.span);
         puts_(o, ",\"idle\":");
         put_num(o, rm.idle);
-        putf(o, ",\"peak_activations\":%lld,\"param_copies\":%d}", (long long)rm.peak_activations,
-             rm.param_copies);
+        putf(o, ",\"peak_activations\":%lld,\"peak_memory\":", (long long)rm.peak_activations);
+        put_num(o, rm.peak_memory);
+        putf(o, ",\"param_copies\":%d}", rm.param_copies);
     }
     puts_(o, "]");
 }

@@ -53,6 +53,10 @@ struct ps_problem {
     double cost[5]; /* indexed by ps_cost */
     ps_stage_cost *stage_costs;
     size_t n_stage_costs;
+    ps_stage_mem mem;        /* uniform memory model */
+    ps_stage_mem *stage_mem; /* per-stage memory model, n_stage_mem entries */
+    size_t n_stage_mem;
+    double mem_limit; /* 0 = none */
     char err[PS__ERRLEN];
 };
 

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,9 @@ int ps_problem_new(ps_problem **out, const ps_allocator *alloc)
     pb->cost[PS_COST_F] = pb->cost[PS_COST_B] = pb->cost[PS_COST_W] = 1.0;
     pb->cost[PS_COST_C] = 0.0;
     pb->cost[PS_COST_FB] = -1.0;
+    pb->mem.f = 1.0;
+    pb->mem.b = -0.5;
+    pb->mem.w = -0.5;
     *out = pb;
     return 0;
 }
@@ -39,6 +43,7 @@ void ps_problem_free(ps_problem *pb)
         return;
     ps_allocator a = pb->al;
     ps__free(&a, pb->stage_costs, pb->n_stage_costs, sizeof *pb->stage_costs);
+    ps__free(&a, pb->stage_mem, pb->n_stage_mem, sizeof *pb->stage_mem);
     ps__free(&a, pb, 1, sizeof *pb);
 }
 
@@ -220,4 +225,125 @@ int ps_problem_set_costs_string(ps_problem *pb, const char *spec)
         if (set[k])
             pb->cost[k] = (k == PS_COST_FB && val[k] < 0) ? -1.0 : val[k];
     return 0;
+}
+
+/* Checks one memory triple; where names it in the message ("memory", "stage_memory[3]"). */
+static int check_mem(ps_problem *pb, const char *where, double f, double b, double w)
+{
+    const double v[3] = {f, b, w};
+    double big = 0;
+    for (int k = 0; k < 3; k++) {
+        if (!isfinite(v[k]) || fabs(v[k]) > PS_MAX_COST)
+            return ps__seterr(pb->err, PS_ECONFIG, "%s.%s must be finite and in [-%g, %g]; got %g",
+                              where, cost_names[k], PS_MAX_COST, PS_MAX_COST, v[k]);
+        if (fabs(v[k]) > big)
+            big = fabs(v[k]);
+    }
+    if (fabs(f + b + w) > 1e-9 * big)
+        return ps__seterr(pb->err, PS_ECONFIG,
+                          "%s: f + b + w must be 0 (a micro-batch frees what its forward took); "
+                          "got %g + %g + %g = %g",
+                          where, f, b, w, f + b + w);
+    return 0;
+}
+
+int ps_problem_set_memory(ps_problem *pb, double mem_f, double mem_b, double mem_w)
+{
+    if (!pb)
+        return PS_EINVAL;
+    int rc = check_mem(pb, "memory", mem_f, mem_b, mem_w);
+    if (rc)
+        return rc;
+    pb->mem.f = mem_f;
+    pb->mem.b = mem_b;
+    pb->mem.w = mem_w;
+    return 0;
+}
+
+int ps_problem_set_stage_memory(ps_problem *pb, const ps_stage_mem *m, size_t n)
+{
+    if (!pb || (n && !m))
+        return PS_EINVAL;
+    if (n > PS_MAX_STAGES)
+        return ps__seterr(pb->err, PS_ERANGE, "stage_memory has %zu entries; the limit is %d", n,
+                          PS_MAX_STAGES);
+    for (size_t i = 0; i < n; i++) {
+        char where[48];
+        snprintf(where, sizeof where, "stage_memory[%zu]", i);
+        int rc = check_mem(pb, where, m[i].f, m[i].b, m[i].w);
+        if (rc)
+            return rc;
+    }
+    ps_stage_mem *copy = NULL;
+    if (n) {
+        copy = ps__alloc(&pb->al, n, sizeof *copy);
+        if (!copy)
+            return ps__seterr(pb->err, PS_ENOMEM, "out of memory");
+        memcpy(copy, m, n * sizeof *copy);
+    }
+    ps__free(&pb->al, pb->stage_mem, pb->n_stage_mem, sizeof *pb->stage_mem);
+    pb->stage_mem = copy;
+    pb->n_stage_mem = n;
+    return 0;
+}
+
+ps_stage_mem ps_problem_memory(const ps_problem *pb, int stage)
+{
+    ps_stage_mem none = {0, 0, 0};
+    if (!pb)
+        return none;
+    if (pb->stage_mem && stage >= 0 && (size_t)stage < pb->n_stage_mem)
+        return pb->stage_mem[stage];
+    return pb->mem;
+}
+
+int ps_problem_set_mem_limit(ps_problem *pb, double limit)
+{
+    if (!pb)
+        return PS_EINVAL;
+    if (!isfinite(limit) || limit < 0 || limit > PS_MAX_COST)
+        return ps__seterr(pb->err, PS_ERANGE, "mem_limit must be in [0, %g] (0 = none); got %g",
+                          PS_MAX_COST, limit);
+    pb->mem_limit = limit;
+    return 0;
+}
+
+double ps_problem_mem_limit(const ps_problem *pb)
+{
+    return pb ? pb->mem_limit : 0.0;
+}
+
+int ps_problem_set_memory_string(ps_problem *pb, const char *spec)
+{
+    if (!pb || !spec)
+        return PS_EINVAL;
+    double v[3] = {pb->mem.f, pb->mem.b, pb->mem.w};
+    const char *p = spec;
+    while (*p) {
+        const char *eq = strchr(p, '=');
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        if (!eq || eq > end)
+            return ps__seterr(pb->err, PS_ECONFIG,
+                              "memory: expected key=value at column %d of \"%s\"",
+                              (int)(p - spec) + 1, spec);
+        int k;
+        for (k = 0; k < 3; k++)
+            if ((size_t)(eq - p) == 1 && *p == cost_names[k][0])
+                break;
+        if (k == 3)
+            return ps__seterr(pb->err, PS_ECONFIG,
+                              "memory: unknown key \"%.*s\" at column %d (known: f, b, w)",
+                              (int)(eq - p), p, (int)(p - spec) + 1);
+        char *num_end;
+        errno = 0;
+        double x = strtod(eq + 1, &num_end);
+        if (num_end == eq + 1 || num_end != end || errno)
+            return ps__seterr(pb->err, PS_ECONFIG, "memory: %s needs a number; got \"%.*s\"",
+                              cost_names[k], (int)(end - eq - 1), eq + 1);
+        v[k] = x;
+        p = *end ? end + 1 : end;
+    }
+    return ps_problem_set_memory(pb, v[0], v[1], v[2]);
 }

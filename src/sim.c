@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#define PER_RANK 5 /* 8-byte per-rank values: rfree, busy, act, peak, cur */
+#define PER_RANK 7 /* 8-byte per-rank values: rfree, busy, mem, mpeak, act, peak, cur */
 
 struct ps_sim {
     ps_allocator al;
@@ -19,6 +19,14 @@ struct ps_sim {
     double cost[5];
     ps_stage_cost *sc;
     size_t nsc;
+    /* Memory model copied likewise: per-stage (smem) or uniform (mdelta by kind). */
+    ps_stage_mem *smem;
+    size_t nsmem;
+    double mdelta[PS_KIND_COUNT], mem_f, mem_limit;
+    /* The first action that took its rank above the limit (over_rank < 0: none). */
+    int32_t over_rank;
+    int64_t over_idx;
+    double over_value;
     double dur[PS_KIND_COUNT]; /* uniform durations by kind (when sc == NULL) */
     /* Timeline, indexed like the schedule's action array. */
     double *start, *end;
@@ -26,7 +34,7 @@ struct ps_sim {
     double *tf, *tg; /* end of F(s, j) / of its backward, index ps__sm(s, j) */
     size_t cap_sm;
     /* Per rank. */
-    double *rfree, *busy;
+    double *rfree, *busy, *mem, *mpeak;
     int64_t *act, *peak, *cur;
     int32_t cap_pp;
     ps_metrics met;
@@ -59,6 +67,9 @@ static void free_buffers(ps_sim *sim)
     ps__free(a, sim->tg, sim->cap_sm, sizeof(double));
     ps__free(a, sim->rfree, (size_t)sim->cap_pp * PER_RANK, 8);
     ps__free(a, sim->sc, sim->nsc, sizeof *sim->sc);
+    ps__free(a, sim->smem, sim->nsmem, sizeof *sim->smem);
+    sim->smem = NULL;
+    sim->nsmem = 0;
     sim->start = sim->end = sim->tf = sim->tg = sim->rfree = sim->busy = NULL;
     sim->act = sim->peak = sim->cur = NULL;
     sim->sc = NULL;
@@ -123,7 +134,9 @@ static int reserve(ps_sim *sim, const ps_schedule *s)
         ps__free(a, sim->rfree, (size_t)sim->cap_pp * PER_RANK, 8);
         sim->rfree = blk;
         sim->busy = blk + p;
-        sim->act = (int64_t *)(void *)(blk + 2 * p);
+        sim->mem = blk + 2 * p;
+        sim->mpeak = blk + 3 * p;
+        sim->act = (int64_t *)(void *)(blk + 4 * p);
         sim->peak = sim->act + p;
         sim->cur = sim->peak + p;
         sim->cap_pp = s->pp;
@@ -188,9 +201,49 @@ static inline double fast_duration(const ps_sim *sim, const ps_action *a)
 
 /* A rank's running state: when it is free, its busy time, its live activations and peak. */
 typedef struct rank_state {
-    double free, busy;
+    double free, busy, mem, mpeak;
     int64_t act, peak;
 } rank_state;
+
+/* Memory added by an action: the forward part (*fwd, counted first for the peak) and the
+ * rest. */
+PS__HOT void mem_delta(const ps_sim *sim, const ps_action *a, double *fwd, double *rest)
+{
+    if (!sim->smem) {
+        if (a->kind == PS_FB) {
+            *fwd = sim->mem_f;
+            *rest = a->bkind == PS_B ? sim->mdelta[PS_B] : sim->mdelta[PS_I];
+        } else {
+            *fwd = 0;
+            *rest = sim->mdelta[a->kind];
+        }
+        return;
+    }
+    const ps_stage_mem *m = &sim->smem[a->stage];
+    *fwd = 0;
+    switch (a->kind) {
+    case PS_F:
+        *rest = m->f;
+        break;
+    case PS_I:
+        *rest = m->b;
+        break;
+    case PS_W:
+        *rest = m->w;
+        break;
+    case PS_B:
+        *rest = m->b + m->w;
+        break;
+    case PS_FB: {
+        const ps_stage_mem *n = &sim->smem[a->bstage];
+        *fwd = m->f;
+        *rest = n->b + (a->bkind == PS_B ? n->w : 0.0);
+        break;
+    }
+    default:
+        *rest = 0;
+    }
+}
 
 /*
  * The virtual clock's step: action i of rank r starts when the rank is free and its inputs
@@ -235,6 +288,19 @@ PS__HOT void sim_step(ps_sim *sim, rank_state *rs, int32_t r, int64_t i, const p
     if (act > rs->peak)
         rs->peak = act;
     rs->act = act;
+    double fwd, rest;
+    mem_delta(sim, a, &fwd, &rest);
+    double mem = rs->mem + fwd;
+    double top = mem > mem + rest ? mem : mem + rest;
+    rs->mem = mem + rest;
+    if (top > rs->mpeak) {
+        rs->mpeak = top;
+        if (sim->mem_limit > 0 && top > sim->mem_limit * (1 + 1e-12) && sim->over_rank < 0) {
+            sim->over_rank = r;
+            sim->over_idx = i;
+            sim->over_value = top;
+        }
+    }
     size_t k = (size_t)(s->off[r] + i);
     sim->start[k] = t;
     sim->end[k] = e;
@@ -244,7 +310,8 @@ PS__HOT void sim_step(ps_sim *sim, rank_state *rs, int32_t r, int64_t i, const p
 
 static inline rank_state load_rank(const ps_sim *sim, int32_t r)
 {
-    rank_state rs = {sim->rfree[r], sim->busy[r], sim->act[r], sim->peak[r]};
+    rank_state rs = {sim->rfree[r], sim->busy[r], sim->mem[r],
+                     sim->mpeak[r], sim->act[r],  sim->peak[r]};
     return rs;
 }
 
@@ -252,6 +319,8 @@ static inline void store_rank(ps_sim *sim, int32_t r, const rank_state *rs)
 {
     sim->rfree[r] = rs->free;
     sim->busy[r] = rs->busy;
+    sim->mem[r] = rs->mem;
+    sim->mpeak[r] = rs->mpeak;
     sim->act[r] = rs->act;
     sim->peak[r] = rs->peak;
 }
@@ -337,6 +406,26 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         memcpy(sim->sc, pb->stage_costs, pb->n_stage_costs * sizeof *sim->sc);
         sim->nsc = pb->n_stage_costs;
     }
+    ps__free(&sim->al, sim->smem, sim->nsmem, sizeof *sim->smem);
+    sim->smem = NULL;
+    sim->nsmem = 0;
+    if (pb->n_stage_mem) {
+        sim->smem = ps__alloc(&sim->al, pb->n_stage_mem, sizeof *sim->smem);
+        if (!sim->smem)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        memcpy(sim->smem, pb->stage_mem, pb->n_stage_mem * sizeof *sim->smem);
+        sim->nsmem = pb->n_stage_mem;
+    }
+    for (int k = 0; k < PS_KIND_COUNT; k++)
+        sim->mdelta[k] = 0.0;
+    sim->mdelta[PS_F] = pb->mem.f;
+    sim->mdelta[PS_I] = pb->mem.b;
+    sim->mdelta[PS_W] = pb->mem.w;
+    sim->mdelta[PS_B] = pb->mem.b + pb->mem.w;
+    sim->mdelta[PS_FB] = 0; /* split by mem_delta() */
+    sim->mem_f = pb->mem.f;
+    sim->mem_limit = pb->mem_limit;
+    sim->over_rank = -1;
     memcpy(sim->cost, pb->cost, sizeof sim->cost);
     double f = pb->cost[PS_COST_F], b = pb->cost[PS_COST_B], w = pb->cost[PS_COST_W];
     for (int k = 0; k < PS_KIND_COUNT; k++)
@@ -348,7 +437,7 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     sim->dur[PS_FB] = pb->cost[PS_COST_FB] >= 0 ? pb->cost[PS_COST_FB] : f + b + w;
     sim->s = s;
     for (int32_t r = 0; r < s->pp; r++) {
-        sim->rfree[r] = sim->busy[r] = 0.0;
+        sim->rfree[r] = sim->busy[r] = sim->mem[r] = sim->mpeak[r] = 0.0;
         sim->act[r] = sim->peak[r] = 0;
     }
     if (s->order_ok) {
@@ -392,6 +481,14 @@ metrics:;
     sim->version = s->version;
     sim->have = 1;
     sim->err[0] = 0;
+    if (sim->over_rank >= 0) {
+        char name[96];
+        int32_t r = sim->over_rank;
+        ps__action_str(&s->acts[s->off[r] + sim->over_idx], name, sizeof name);
+        return ps__seterr(sim->err, PS_EINVALID,
+                          "rank %d exceeds the memory limit %g at step %lld (%s): %g", r,
+                          sim->mem_limit, (long long)sim->over_idx, name, sim->over_value);
+    }
     return 0;
 }
 
@@ -428,6 +525,7 @@ int ps_sim_rank_metrics(const ps_sim *sim, int rank, ps_rank_metrics *out)
     }
     out->idle = out->span - out->busy;
     out->peak_activations = sim->peak[rank];
+    out->peak_memory = sim->mpeak[rank];
     out->param_copies = s->param_copies;
     return 0;
 }

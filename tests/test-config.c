@@ -42,6 +42,10 @@ typedef struct snapshot {
     double costs[5];
     size_t n_stages;
     ps_stage_cost stages[4];
+    ps_stage_mem mem; /* the uniform memory model */
+    double mem_limit;
+    size_t n_stage_mem;
+    ps_stage_mem stage_mem[4];
 } snapshot;
 
 static snapshot take(const ps_problem *pb)
@@ -57,7 +61,20 @@ static snapshot take(const ps_problem *pb)
     s.n_stages = ps_problem_stage_costs(pb, &c);
     for (size_t i = 0; i < s.n_stages && i < 4; i++)
         s.stages[i] = c[i];
+    /* There is no getter of the uniform model or of the count while per-stage values are set. */
+    s.mem = pb->mem;
+    s.mem_limit = ps_problem_mem_limit(pb);
+    s.n_stage_mem = pb->n_stage_mem;
+    for (size_t i = 0; i < s.n_stage_mem && i < 4; i++)
+        s.stage_mem[i] = ps_problem_memory(pb, (int)i);
     return s;
+}
+
+static void ck_mem_eq(ps_stage_mem m, double f, double b, double w)
+{
+    ck_assert_double_eq(m.f, f);
+    ck_assert_double_eq(m.b, b);
+    ck_assert_double_eq(m.w, w);
 }
 
 static void ck_same(const snapshot *a, const snapshot *b)
@@ -73,6 +90,11 @@ static void ck_same(const snapshot *a, const snapshot *b)
         ck_assert_double_eq(a->stages[i].b, b->stages[i].b);
         ck_assert_double_eq(a->stages[i].w, b->stages[i].w);
     }
+    ck_mem_eq(a->mem, b->mem.f, b->mem.b, b->mem.w);
+    ck_assert_double_eq(a->mem_limit, b->mem_limit);
+    ck_assert_uint_eq(a->n_stage_mem, b->n_stage_mem);
+    for (size_t i = 0; i < a->n_stage_mem && i < 4; i++)
+        ck_mem_eq(a->stage_mem[i], b->stage_mem[i].f, b->stage_mem[i].b, b->stage_mem[i].w);
 }
 
 /* Sets non-default values everywhere so that a failing load can be shown to change none. */
@@ -80,6 +102,7 @@ static ps_problem *prepared_problem(void)
 {
     ps_problem *pb = new_problem();
     static const ps_stage_cost two[2] = {{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}};
+    static const ps_stage_mem mem2[2] = {{3.0, -2.0, -1.0}, {0.5, -0.25, -0.25}};
     ck_assert_int_eq(ps_problem_set_schedule(pb, "gpipe"), 0);
     ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_PP, 2), 0);
     ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_VPP, 1), 0);
@@ -87,11 +110,15 @@ static ps_problem *prepared_problem(void)
     ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_GROUP_SIZE, 3), 0);
     ck_assert_int_eq(ps_problem_set_costs_string(pb, "f=2,b=3,w=4,c=0.5,fb=6"), 0);
     ck_assert_int_eq(ps_problem_set_stage_costs(pb, two, 2), 0);
+    ck_assert_int_eq(ps_problem_set_memory(pb, 4.0, -1.0, -3.0), 0);
+    ck_assert_int_eq(ps_problem_set_stage_memory(pb, mem2, 2), 0);
+    ck_assert_int_eq(ps_problem_set_mem_limit(pb, 40.0), 0);
     return pb;
 }
 
 static const char known_root[] =
-    ". Known keys of $: schedule, pp, vpp, microbatches, group_size, costs, stage_costs";
+    ". Known keys of $: schedule, pp, vpp, microbatches, group_size, costs, stage_costs, memory, "
+    "stage_memory";
 static const char known_costs[] = ". Known keys of $.costs: f, b, w, c, fb";
 
 /* ---- valid configs -------------------------------------------------------------------------- */
@@ -151,6 +178,9 @@ START_TEST(config_absent_keys_keep_values)
     ck_assert_double_eq(after.costs[PS_COST_C], 0.0);
     ck_assert_double_eq(after.costs[PS_COST_FB], -1.0);
     ck_assert_uint_eq(after.n_stages, 0);
+    ck_mem_eq(after.mem, 1.0, -0.5, -0.5);
+    ck_assert_double_eq(after.mem_limit, 0.0);
+    ck_assert_uint_eq(after.n_stage_mem, 0);
     ps_problem_free(pb);
 }
 END_TEST
@@ -171,6 +201,10 @@ START_TEST(config_partial_keeps_others)
     ck_assert_double_eq(ps_problem_get_cost(pb, PS_COST_C), 0.5);
     ck_assert_double_eq(ps_problem_get_cost(pb, PS_COST_FB), 6.0);
     ck_assert_uint_eq(ps_problem_stage_costs(pb, NULL), 2);
+    ck_mem_eq(ps_problem_memory(pb, 0), 3.0, -2.0, -1.0);
+    ck_mem_eq(ps_problem_memory(pb, 1), 0.5, -0.25, -0.25);
+    ck_mem_eq(ps_problem_memory(pb, 2), 4.0, -1.0, -3.0);
+    ck_assert_double_eq(ps_problem_mem_limit(pb), 40.0);
     ps_problem_free(pb);
 }
 END_TEST
@@ -757,6 +791,20 @@ START_TEST(config_failure_keeps_values)
     ck_assert_int_eq(load(pb, "{\"pp\": 8, \"vpp\": 2,, }"), PS_EPARSE);
     after = take(pb);
     ck_same(&before, &after);
+    /* A stage_memory entry that does not sum to 0, after valid memory keys and stage costs. */
+    ck_assert_load(pb,
+                   "{\"memory\": {\"f\": 2, \"b\": -1, \"w\": -1, \"limit\": 9}, "
+                   "\"stage_costs\": [{\"f\": 7, \"b\": 7, \"w\": 7}], "
+                   "\"stage_memory\": [{\"f\": 1, \"b\": -1, \"w\": 0}, "
+                   "{\"f\": 1, \"b\": -1, \"w\": 1}]}",
+                   PS_ECONFIG,
+                   "$.stage_memory[1]: f + b + w must be 0, got f = 1, b = -1, w = 1, sum 1");
+    after = take(pb);
+    ck_same(&before, &after);
+    /* A memory sum error after valid stage memory. */
+    ck_assert_int_eq(load(pb, "{\"stage_memory\": [], \"memory\": {\"f\": 5}}"), PS_ECONFIG);
+    after = take(pb);
+    ck_same(&before, &after);
     ps_problem_free(pb);
 }
 END_TEST
@@ -817,13 +865,13 @@ START_TEST(config_stage_costs_errors)
 }
 END_TEST
 
-/* Builds {"stage_costs": [entry, entry, ...]} with n copies of entry. Caller frees. */
-static char *stage_array(size_t n, const char *entry)
+/* Builds {"key": [entry, entry, ...]} with n copies of entry. Caller frees. */
+static char *stage_array(const char *key, size_t n, const char *entry)
 {
     size_t el = strlen(entry);
-    char *text = malloc(32 + n * (el + 1));
+    char *text = malloc(32 + strlen(key) + n * (el + 1));
     ck_assert_ptr_nonnull(text);
-    size_t used = (size_t)sprintf(text, "{\"stage_costs\": [");
+    size_t used = (size_t)sprintf(text, "{\"%s\": [", key);
     for (size_t i = 0; i < n; i++) {
         if (i)
             text[used++] = ',';
@@ -843,19 +891,226 @@ START_TEST(config_stage_costs_limit)
 
     /* One entry too many: refused from the length alone, before any allocation. The entries
      * are not even valid, and they are not examined. */
-    char *text = stage_array(PS_MAX_STAGES + 1, "{}");
+    char *text = stage_array("stage_costs", PS_MAX_STAGES + 1, "{}");
     cnt.calls = 0;
     ck_assert_load(pb, text, PS_ECONFIG, "$.stage_costs: 65537 entries is beyond the limit 65536");
     ck_assert_int_eq(cnt.calls, 0);
     free(text);
 
-    text = stage_array(PS_MAX_STAGES, "{\"f\":1,\"b\":2,\"w\":3}");
+    text = stage_array("stage_costs", PS_MAX_STAGES, "{\"f\":1,\"b\":2,\"w\":3}");
     ck_assert_int_eq(load(pb, text), 0);
     const ps_stage_cost *c = NULL;
     ck_assert_uint_eq(ps_problem_stage_costs(pb, &c), PS_MAX_STAGES);
     ck_assert_double_eq(c[PS_MAX_STAGES - 1].f, 1.0);
     ck_assert_double_eq(c[PS_MAX_STAGES - 1].b, 2.0);
     ck_assert_double_eq(c[PS_MAX_STAGES - 1].w, 3.0);
+    free(text);
+    ps_problem_free(pb);
+    ck_assert_int_eq(cnt.live, 0);
+    ck_assert_uint_eq(cnt.bytes, 0);
+}
+END_TEST
+
+/* ---- memory --------------------------------------------------------------------------------- */
+
+START_TEST(config_memory_ok)
+{
+    ps_problem *pb = new_problem();
+    ck_assert_int_eq(load(pb, "{\"memory\": {\"f\": 4, \"b\": -3, \"w\": -1, \"limit\": 12.5},\n"
+                              " \"stage_memory\": [{\"w\": -0.5, \"f\": 2, \"b\": -1.5},\n"
+                              "                  {\"f\": 1, \"b\": 0, \"w\": -1}]}"),
+                     0);
+    ck_mem_eq(ps_problem_memory(pb, 0), 2.0, -1.5, -0.5);
+    ck_mem_eq(ps_problem_memory(pb, 1), 1.0, 0.0, -1.0);
+    /* Beyond the per-stage entries: the uniform values of "memory". */
+    ck_mem_eq(ps_problem_memory(pb, 2), 4.0, -3.0, -1.0);
+    ck_assert_double_eq(ps_problem_mem_limit(pb), 12.5);
+    /* Nothing else moved. */
+    ck_assert_double_eq(ps_problem_get_cost(pb, PS_COST_F), 1.0);
+    ck_assert_uint_eq(ps_problem_stage_costs(pb, NULL), 0);
+    /* An empty array clears the per-stage values; a limit of 0 means none. */
+    ck_assert_int_eq(load(pb, "{\"stage_memory\": [], \"memory\": {\"limit\": 0}}"), 0);
+    ck_mem_eq(ps_problem_memory(pb, 0), 4.0, -3.0, -1.0);
+    ck_assert_double_eq(ps_problem_mem_limit(pb), 0.0);
+    /* Either sign is accepted, and the bounds are inclusive. */
+    ck_assert_int_eq(load(pb, "{\"memory\": {\"f\": -2, \"b\": 1e12, \"w\": -999999999998, "
+                              "\"limit\": 1e12}}"),
+                     0);
+    ck_mem_eq(ps_problem_memory(pb, 0), -2.0, 1e12, -999999999998.0);
+    ck_assert_double_eq(ps_problem_mem_limit(pb), 1e12);
+    /* The sum is 0 within 1e-9 of the largest value, as for ps_problem_set_memory(). */
+    ck_assert_int_eq(load(pb, "{\"stage_memory\": [{\"f\": 0.3, \"b\": -0.1, \"w\": -0.2}]}"), 0);
+    ck_mem_eq(ps_problem_memory(pb, 0), 0.3, -0.1, -0.2);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(config_memory_merge)
+{
+    ps_problem *pb = new_problem();
+    ck_assert_int_eq(load(pb, "{\"memory\": {\"f\": 2, \"b\": -1, \"w\": -1}}"), 0);
+    ck_mem_eq(ps_problem_memory(pb, 0), 2.0, -1.0, -1.0);
+    ps_problem_free(pb);
+
+    /* The keys not given are the problem's current values: here the defaults 1, -0.5, -0.5. */
+    pb = new_problem();
+    ck_assert_load(pb, "{\"memory\": {\"f\": 2}}", PS_ECONFIG,
+                   "$.memory: f + b + w must be 0, got f = 2, b = -0.5, w = -0.5, sum 1 "
+                   "(b and w are the current values)");
+    ck_assert_load(pb, "{\"memory\": {\"f\": 2, \"b\": -1}}", PS_ECONFIG,
+                   "$.memory: f + b + w must be 0, got f = 2, b = -1, w = -0.5, sum 0.5 "
+                   "(w is the current value)");
+    ck_assert_load(pb, "{\"memory\": {\"w\": 1}}", PS_ECONFIG,
+                   "$.memory: f + b + w must be 0, got f = 1, b = -0.5, w = 1, sum 1.5 "
+                   "(f and b are the current values)");
+    ck_mem_eq(ps_problem_memory(pb, 0), 1.0, -0.5, -0.5);
+    /* Two keys that keep the sum with the current third. */
+    ck_assert_int_eq(load(pb, "{\"memory\": {\"b\": 0, \"w\": -1}}"), 0);
+    ck_mem_eq(ps_problem_memory(pb, 0), 1.0, 0.0, -1.0);
+    ck_assert_int_eq(load(pb, "{\"memory\": {\"f\": 3, \"b\": -2}}"), 0);
+    ck_mem_eq(ps_problem_memory(pb, 0), 3.0, -2.0, -1.0);
+    /* Only a limit: f, b and w stay. An empty object changes nothing. */
+    ck_assert_int_eq(load(pb, "{\"memory\": {\"limit\": 7}}"), 0);
+    ck_mem_eq(ps_problem_memory(pb, 0), 3.0, -2.0, -1.0);
+    ck_assert_double_eq(ps_problem_mem_limit(pb), 7.0);
+    ck_assert_int_eq(load(pb, "{\"memory\": {}}"), 0);
+    ck_mem_eq(ps_problem_memory(pb, 0), 3.0, -2.0, -1.0);
+    ck_assert_double_eq(ps_problem_mem_limit(pb), 7.0);
+    /* Merging uses the uniform values even while per-stage values are set. */
+    static const ps_stage_mem one = {5.0, -5.0, 0.0};
+    ck_assert_int_eq(ps_problem_set_stage_memory(pb, &one, 1), 0);
+    ck_assert_load(pb, "{\"memory\": {\"f\": 5}}", PS_ECONFIG,
+                   "$.memory: f + b + w must be 0, got f = 5, b = -2, w = -1, sum 2 "
+                   "(b and w are the current values)");
+    ck_mem_eq(ps_problem_memory(pb, 0), 5.0, -5.0, 0.0);
+    ck_mem_eq(ps_problem_memory(pb, 1), 3.0, -2.0, -1.0);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(config_memory_wrong_types)
+{
+    ps_problem *pb = new_problem();
+    ck_assert_load(pb, "{\"memory\": [1, -0.5, -0.5]}", PS_ECONFIG,
+                   "$.memory: expected an object, got an array");
+    ck_assert_load(pb, "{\"memory\": 1}", PS_ECONFIG, "$.memory: expected an object, got number 1");
+    ck_assert_load(pb, "{\"memory\": {\"f\": \"1\", \"b\": -0.5, \"w\": -0.5}}", PS_ECONFIG,
+                   "$.memory.f: expected a number, got string \"1\"");
+    ck_assert_load(pb, "{\"memory\": {\"limit\": true}}", PS_ECONFIG,
+                   "$.memory.limit: expected a number, got boolean true");
+    ck_assert_load(pb, "{\"memory\": {\"w\": null}}", PS_ECONFIG,
+                   "$.memory.w: expected a number, got null");
+    ck_assert_load(pb, "{\"stage_memory\": {\"f\": 1}}", PS_ECONFIG,
+                   "$.stage_memory: expected an array, got an object");
+    ck_assert_load(pb, "{\"stage_memory\": [{\"f\": 1, \"b\": -1, \"w\": 0}, 3]}", PS_ECONFIG,
+                   "$.stage_memory[1]: expected an object with \"f\", \"b\" and \"w\", got "
+                   "number 3");
+    ck_assert_load(pb, "{\"stage_memory\": [{\"f\": 1, \"b\": null, \"w\": -1}]}", PS_ECONFIG,
+                   "$.stage_memory[0].b: expected a number, got null");
+    ck_mem_eq(ps_problem_memory(pb, 0), 1.0, -0.5, -0.5);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(config_memory_ranges)
+{
+    ps_problem *pb = new_problem();
+    ck_assert_load(pb, "{\"memory\": {\"limit\": -1}}", PS_ECONFIG,
+                   "$.memory.limit: must be >= 0, got -1");
+    ck_assert_load(pb, "{\"memory\": {\"limit\": 2e12}}", PS_ECONFIG,
+                   "$.memory.limit: 2000000000000 is beyond the limit 1e+12");
+    ck_assert_load(pb, "{\"memory\": {\"limit\": 1e400}}", PS_ECONFIG,
+                   "$.memory.limit: expected a finite number, got a number beyond the range of "
+                   "a double");
+    ck_assert_load(pb, "{\"memory\": {\"f\": 2e12, \"b\": -1e12, \"w\": -1e12}}", PS_ECONFIG,
+                   "$.memory.f: 2000000000000 is beyond the limit 1e+12");
+    ck_assert_load(pb, "{\"memory\": {\"b\": -1e400}}", PS_ECONFIG,
+                   "$.memory.b: expected a finite number, got a number beyond the range of a "
+                   "double");
+    ck_assert_load(pb, "{\"stage_memory\": [{\"f\": 2e12, \"b\": -2e12, \"w\": 0}]}", PS_ECONFIG,
+                   "2 errors: $.stage_memory[0].f: 2000000000000 is beyond the limit 1e+12; "
+                   "$.stage_memory[0].b: -2000000000000 is beyond the limit -1e+12");
+    ck_assert_double_eq(ps_problem_mem_limit(pb), 0.0);
+    ck_mem_eq(ps_problem_memory(pb, 0), 1.0, -0.5, -0.5);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(config_memory_unknown_keys)
+{
+    ps_problem *pb = new_problem();
+    ck_assert_load(pb, "{\"memory\": {\"limt\": 4}}", PS_ECONFIG,
+                   "$.memory.limt: unknown key (did you mean \"limit\"?)");
+    ck_assert_load(pb, "{\"memory\": {\"F\": 1}}", PS_ECONFIG,
+                   "$.memory.F: unknown key (did you mean \"f\"?)");
+    ck_assert_load(pb, "{\"memory\": {\"x\": 1}}", PS_ECONFIG,
+                   "$.memory.x: unknown key. Known keys of $.memory: f, b, w, limit");
+    ck_assert_load(pb, "{\"stage_memory\": [{\"f\": 1, \"b\": -1, \"w\": 0, \"mem\": 1}]}",
+                   PS_ECONFIG,
+                   "$.stage_memory[0].mem: unknown key. Known keys of $.stage_memory[i]: f, b, w");
+    ck_assert_load(pb, "{\"memroy\": {}, \"Stage_Memory\": []}", PS_ECONFIG,
+                   "2 unknown keys: $.memroy (did you mean \"memory\"?), $.Stage_Memory (did you "
+                   "mean \"stage_memory\"?)");
+    /* Unknown keys do not hide a sum error next to them, nor the reverse. */
+    ck_assert_load(pb, "{\"memory\": {\"f\": 2, \"limt\": 3}}", PS_ECONFIG,
+                   "2 errors: $.memory.limt: unknown key (did you mean \"limit\"?); $.memory: "
+                   "f + b + w must be 0, got f = 2, b = -0.5, w = -0.5, sum 1 (b and w are the "
+                   "current values)");
+    /* A duplicate: reported once, without a sum check on the ambiguous values. */
+    ck_assert_load(pb, "{\"memory\": {\"f\": 2, \"b\": -1, \"w\": -1, \"f\": 3}}", PS_ECONFIG,
+                   "$.memory.f: duplicate key");
+    ck_assert_load(pb, "{\"stage_memory\": [{\"f\": 1, \"b\": -1, \"w\": 0, \"w\": 1}]}",
+                   PS_ECONFIG, "$.stage_memory[0].w: duplicate key");
+    ck_assert_double_eq(ps_problem_mem_limit(pb), 0.0);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(config_stage_memory_errors)
+{
+    ps_problem *pb = new_problem();
+    ck_assert_load(pb,
+                   "{\"stage_memory\": [{\"f\": 1, \"b\": -0.5, \"w\": -0.5}, "
+                   "{\"f\": 2, \"b\": -1, \"w\": 0}]}",
+                   PS_ECONFIG,
+                   "$.stage_memory[1]: f + b + w must be 0, got f = 2, b = -1, w = 0, sum 1");
+    ck_assert_load(pb,
+                   "{\"stage_memory\": [{\"f\": 1, \"b\": 1, \"w\": 1}, "
+                   "{\"f\": 1, \"b\": -1, \"w\": 0}, {\"f\": -1, \"b\": 0.25, \"w\": 0.5}]}",
+                   PS_ECONFIG,
+                   "2 errors: $.stage_memory[0]: f + b + w must be 0, got f = 1, b = 1, w = 1, "
+                   "sum 3; $.stage_memory[2]: f + b + w must be 0, got f = -1, b = 0.25, "
+                   "w = 0.5, sum -0.25");
+    /* A missing key is reported, and no sum is checked on the two that are there. */
+    ck_assert_load(pb, "{\"stage_memory\": [{\"f\": 1, \"b\": 1}]}", PS_ECONFIG,
+                   "$.stage_memory[0].w: required key missing");
+    ck_assert_load(pb, "{\"stage_memory\": [{}]}", PS_ECONFIG,
+                   "3 errors: $.stage_memory[0].f: required key missing; "
+                   "$.stage_memory[0].b: required key missing; "
+                   "$.stage_memory[0].w: required key missing");
+    ck_mem_eq(ps_problem_memory(pb, 0), 1.0, -0.5, -0.5);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(config_stage_memory_limit)
+{
+    counting_alloc cnt = {0, 0, 0, 0};
+    ps_allocator al = counting_allocator(&cnt);
+    ps_problem *pb = NULL;
+    ck_assert_int_eq(ps_problem_new(&pb, &al), 0);
+
+    /* One entry too many: refused from the length alone, before any allocation. */
+    char *text = stage_array("stage_memory", PS_MAX_STAGES + 1, "{}");
+    cnt.calls = 0;
+    ck_assert_load(pb, text, PS_ECONFIG, "$.stage_memory: 65537 entries is beyond the limit 65536");
+    ck_assert_int_eq(cnt.calls, 0);
+    free(text);
+
+    text = stage_array("stage_memory", PS_MAX_STAGES, "{\"f\":2,\"b\":-1,\"w\":-1}");
+    ck_assert_int_eq(load(pb, text), 0);
+    ck_mem_eq(ps_problem_memory(pb, PS_MAX_STAGES - 1), 2.0, -1.0, -1.0);
+    ck_mem_eq(ps_problem_memory(pb, PS_MAX_STAGES), 1.0, -0.5, -0.5);
     free(text);
     ps_problem_free(pb);
     ck_assert_int_eq(cnt.live, 0);
@@ -919,6 +1174,68 @@ START_TEST(config_allocation_failure)
     /* At least one allocation was made and failed before the load could succeed. */
     ck_assert_int_gt(n, 1);
     ck_assert_int_lt(n, 100);
+}
+END_TEST
+
+START_TEST(config_allocation_failure_both_arrays)
+{
+    /* Two steps allocate; a failure in the second must also undo the first. */
+    static const char text[] =
+        "{\"pp\": 2, \"costs\": {\"f\": 5}, \"memory\": {\"f\": 2, \"b\": -1, \"w\": -1, "
+        "\"limit\": 30},\n"
+        " \"stage_costs\": [{\"f\": 1, \"b\": 2, \"w\": 3}, {\"f\": 4, \"b\": 5, \"w\": 6},\n"
+        "                 {\"f\": 7, \"b\": 8, \"w\": 9}],\n"
+        " \"stage_memory\": [{\"f\": 1, \"b\": -1, \"w\": 0}, {\"f\": 3, \"b\": -2, \"w\": -1}]}";
+    long n, costs_failed = 0, memory_failed = 0;
+    for (n = 1; n < 100; n++) {
+        counting_alloc cnt = {0, 0, 0, 0};
+        ps_allocator al = counting_allocator(&cnt);
+        ps_problem *pb = NULL;
+        ck_assert_int_eq(ps_problem_new(&pb, &al), 0);
+        static const ps_stage_cost one = {0.5, 0.5, 0.5};
+        static const ps_stage_mem mem1 = {0.25, -0.125, -0.125};
+        ck_assert_int_eq(ps_problem_set_stage_costs(pb, &one, 1), 0);
+        ck_assert_int_eq(ps_problem_set_stage_memory(pb, &mem1, 1), 0);
+        ck_assert_int_eq(ps_problem_set_mem_limit(pb, 3.0), 0);
+        snapshot before = take(pb);
+
+        cnt.calls = 0;
+        cnt.fail_at = n;
+        int rc = load(pb, text);
+        cnt.fail_at = 0;
+        if (rc == 0) {
+            const ps_stage_cost *c = NULL;
+            ck_assert_uint_eq(ps_problem_stage_costs(pb, &c), 3);
+            ck_assert_double_eq(c[2].w, 9.0);
+            ck_mem_eq(ps_problem_memory(pb, 0), 1.0, -1.0, 0.0);
+            ck_mem_eq(ps_problem_memory(pb, 1), 3.0, -2.0, -1.0);
+            ck_mem_eq(ps_problem_memory(pb, 2), 2.0, -1.0, -1.0);
+            ck_assert_double_eq(ps_problem_mem_limit(pb), 30.0);
+            ck_assert_int_eq(ps_problem_get_int(pb, PS_PARAM_PP), 2);
+            ck_assert_double_eq(ps_problem_get_cost(pb, PS_COST_F), 5.0);
+            ps_problem_free(pb);
+            ck_assert_int_eq(cnt.live, 0);
+            ck_assert_uint_eq(cnt.bytes, 0);
+            break;
+        }
+        ck_assert_int_eq(rc, PS_ENOMEM);
+        const char *msg = ps_problem_last_error(pb);
+        if (strcmp(msg, "$.stage_costs: out of memory for 3 entries") == 0)
+            costs_failed++;
+        else if (strcmp(msg, "$.stage_memory: out of memory for 2 entries") == 0)
+            memory_failed++;
+        else
+            ck_abort_msg("unexpected message: %s", msg);
+        snapshot after = take(pb);
+        ck_same(&before, &after);
+        ps_problem_free(pb);
+        ck_assert_int_eq(cnt.live, 0);
+        ck_assert_uint_eq(cnt.bytes, 0);
+    }
+    ck_assert_int_lt(n, 100);
+    /* Both steps were made to fail, the second after the first had been applied. */
+    ck_assert_int_gt(costs_failed, 0);
+    ck_assert_int_gt(memory_failed, 0);
 }
 END_TEST
 
@@ -990,9 +1307,21 @@ static Suite *config_suite(void)
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
+    tc = tcase_create("memory");
+    tcase_add_test(tc, config_memory_ok);
+    tcase_add_test(tc, config_memory_merge);
+    tcase_add_test(tc, config_memory_wrong_types);
+    tcase_add_test(tc, config_memory_ranges);
+    tcase_add_test(tc, config_memory_unknown_keys);
+    tcase_add_test(tc, config_stage_memory_errors);
+    tcase_add_test(tc, config_stage_memory_limit);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+
     tc = tcase_create("errors");
     tcase_add_test(tc, config_null_arguments);
     tcase_add_test(tc, config_allocation_failure);
+    tcase_add_test(tc, config_allocation_failure_both_arrays);
     suite_add_tcase(s, tc);
 
     return s;

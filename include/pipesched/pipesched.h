@@ -162,7 +162,8 @@ PS_EXTERN const char *ps_problem_last_error(const ps_problem *pb);
 
 /*
  * Applies a JSON configuration (see docs/config.md): keys "schedule", "pp", "vpp",
- * "microbatches", "group_size", "costs" {"f","b","w","c","fb"}, "stage_costs" [{"f","b","w"}].
+ * "microbatches", "group_size", "costs" {"f","b","w","c","fb"}, "stage_costs" [{"f","b","w"}],
+ * "memory" {"f","b","w","limit"}, "stage_memory" [{"f","b","w"}].
  * Keys not present keep their current value. Unknown keys, wrong types and out-of-range values
  * are PS_ECONFIG with a message naming every offending JSON path; malformed JSON is PS_EPARSE
  * with line and column. On failure pb is unchanged.
@@ -189,6 +190,28 @@ PS_EXTERN int ps_problem_set_stage_costs(ps_problem *pb, const ps_stage_cost *c,
 PS_EXTERN size_t ps_problem_stage_costs(const ps_problem *pb, const ps_stage_cost **out);
 /* Parses "f=1,b=2,w=1,c=0,fb=2.5" (any subset) and applies it; PS_ECONFIG names the key. */
 PS_EXTERN int ps_problem_set_costs_string(ps_problem *pb, const char *spec);
+
+/*
+ * Memory model (zero-bubble style): a forward adds mem_f to its rank's memory, an I adds
+ * mem_b, a W adds mem_w, a full B adds mem_b + mem_w; mem_f + mem_b + mem_w must be 0 (within
+ * 1e-9 of the largest). Defaults 1, -0.5, -0.5 per chunk. Per-stage values replace them.
+ */
+typedef struct ps_stage_mem {
+    double f, b, w;
+} ps_stage_mem;
+
+/* PS_ECONFIG when the three do not sum to 0 or are not finite / beyond PS_MAX_COST. */
+PS_EXTERN int ps_problem_set_memory(ps_problem *pb, double mem_f, double mem_b, double mem_w);
+/* One entry per virtual stage (n == 0 clears); copied; the count is checked at generation. */
+PS_EXTERN int ps_problem_set_stage_memory(ps_problem *pb, const ps_stage_mem *m, size_t n);
+/* The memory model of stage (per-stage values when set, else the scalars). */
+PS_EXTERN ps_stage_mem ps_problem_memory(const ps_problem *pb, int stage);
+/* Per-rank memory limit; 0 = none (the default). The simulator rejects a schedule whose
+ * memory exceeds it (PS_EINVALID naming the rank and the action); zb-auto schedules under it. */
+PS_EXTERN int ps_problem_set_mem_limit(ps_problem *pb, double limit);
+PS_EXTERN double ps_problem_mem_limit(const ps_problem *pb);
+/* Parses "f=1,b=-0.5,w=-0.5" (any subset; the result must still sum to 0). */
+PS_EXTERN int ps_problem_set_memory_string(ps_problem *pb, const char *spec);
 
 /* ---------------------------------------------------------------------------------------------
  * Registry of schedule families.
@@ -292,6 +315,7 @@ typedef struct ps_rank_metrics {
     double span;              /* end of its last action - start of its first */
     double idle;              /* span - busy */
     int64_t peak_activations; /* max chunks whose forward ran and whose W/B has not */
+    double peak_memory;       /* max of the memory model's running sum (ps_problem_set_memory) */
     int param_copies;
 } ps_rank_metrics;
 
@@ -301,6 +325,8 @@ PS_EXTERN const char *ps_sim_last_error(const ps_sim *sim);
 /*
  * Simulates s under pb's costs. s is borrowed: it must stay alive while the results of sim
  * are used; once s is regenerated or reloaded, the accessors below answer PS_ESTATE / NULL.
+ * PS_EINVALID when a rank's memory exceeds pb's memory limit: the message names the rank and
+ * the first action above it, and the timeline stays available.
  * PS_EDEADLOCK names each rank's blocked action; PS_ECONFIG when the per-stage costs do not match
  * the stage count.
  */

@@ -17,7 +17,7 @@
 #define CSV_LIMIT (1u << 30)
 
 typedef struct opts {
-    const char *schedule, *config, *costs, *format, *output, *trace;
+    const char *schedule, *config, *costs, *memory, *mem_limit, *format, *output, *trace;
     long long pp, vpp, m, group;
     int timed, json, help;
     const char *file; /* check */
@@ -34,6 +34,10 @@ static const struct {
     {'m', "  -m, --microbatches N    micro-batches per iteration\n"},
     {'G', "      --group-size N      interleaved micro-batch group size (default pp)\n"},
     {'c', "      --costs SPEC        per-chunk costs, e.g. f=1,b=1,w=1,c=0 (fb = fused pair)\n"},
+    {'M', "      --memory SPEC       memory per chunk: F adds f, I adds b, W adds w (f+b+w = 0),\n"
+          "                          default f=1,b=-0.5,w=-0.5\n"},
+    {'L', "      --mem-limit X       per-rank memory limit (0 = none): simulation rejects a\n"
+          "                          schedule above it; zb-auto schedules under it\n"},
     {'C', "      --config FILE       JSON configuration (docs/config.md); flags override it\n"},
     {'f', NULL}, /* per command */
     {'t', "      --timed             simulate: the table gets one column per time unit, the\n"
@@ -53,12 +57,12 @@ static const struct {
      NULL, "jh"},
     {"generate", "pipesched generate [OPTIONS]",
      "Generates and validates a schedule and prints it.",
-     "  -f, --format FMT        table (default), json, csv, csv-comms\n", "spvmGcCftoh"},
+     "  -f, --format FMT        table (default), json, csv, csv-comms\n", "spvmGcMLCftoh"},
     {"simulate", "pipesched simulate [OPTIONS]",
      "Generates, validates and simulates a schedule; prints its metrics.",
      "  -f, --format FMT        print the timed schedule (table, or json with the metrics)\n"
      "                          instead of the metrics\n",
-     "spvmGcCfjToh"},
+     "spvmGcMLCfjToh"},
     {"check", "pipesched check FILE.csv [OPTIONS]",
      "Validates a PyTorch-style CSV schedule (compute_only or compute_comms, one row per\n"
      "rank; - reads stdin) and simulates it. pp, stages, micro-batches and the placement\n"
@@ -66,7 +70,7 @@ static const struct {
      "--config file apply.",
      "  -f, --format FMT        print the schedule instead of the metrics: table (timed),\n"
      "                          json (timed, with the metrics), csv, csv-comms\n",
-     "mcCfjToh"},
+     "mcMLCfjToh"},
     {"demo", "pipesched demo",
      "Shows GPipe, 1F1B and interleaved 1F1B on 4 ranks with 8 micro-batches, timed,\n"
      "with their metrics.",
@@ -123,6 +127,10 @@ static const char *opt_name(int c)
         return "--costs";
     case 'C':
         return "--config";
+    case 'M':
+        return "--memory";
+    case 'L':
+        return "--mem-limit";
     case 'f':
         return "--format";
     case 'o':
@@ -153,6 +161,8 @@ static int parse_opts(int argc, char **argv, opts *o, const char *cmd, int want_
         {"group-size", required_argument, NULL, 'G'},
         {"costs", required_argument, NULL, 'c'},
         {"config", required_argument, NULL, 'C'},
+        {"memory", required_argument, NULL, 'M'},
+        {"mem-limit", required_argument, NULL, 'L'},
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
         {"trace", required_argument, NULL, 'T'},
@@ -197,6 +207,12 @@ static int parse_opts(int argc, char **argv, opts *o, const char *cmd, int want_
             break;
         case 'C':
             o->config = optarg;
+            break;
+        case 'M':
+            o->memory = optarg;
+            break;
+        case 'L':
+            o->mem_limit = optarg;
             break;
         case 'f':
             o->format = optarg;
@@ -272,6 +288,19 @@ static int build_problem(const opts *o, ps_problem **out)
         goto fail;
     if (o->costs && (rc = ps_problem_set_costs_string(pb, o->costs)))
         goto fail;
+    if (o->memory && (rc = ps_problem_set_memory_string(pb, o->memory)))
+        goto fail;
+    if (o->mem_limit) {
+        char *end;
+        double x = strtod(o->mem_limit, &end);
+        if (end == o->mem_limit || *end) {
+            fprintf(stderr, "pipesched: --mem-limit needs a number; got \"%s\"\n", o->mem_limit);
+            ps_problem_free(pb);
+            return PS_EINVAL;
+        }
+        if ((rc = ps_problem_set_mem_limit(pb, x)))
+            goto fail;
+    }
     *out = pb;
     return 0;
 fail:
@@ -324,13 +353,13 @@ static void print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim)
             ps_schedule_family(s), ps_schedule_pp(s), ps_schedule_vpp(s), ps_schedule_num_stages(s),
             ps_schedule_microbatches(s), ps_schedule_total_actions(s));
     fprintf(f, "makespan %g  bubble %g  bubble_ratio %.4f\n", m.makespan, m.bubble, m.bubble_ratio);
-    fprintf(f, "%6s %12s %12s %12s %8s %7s\n", "rank", "busy", "span", "idle", "peak_act",
-            "params");
+    fprintf(f, "%6s %12s %12s %12s %8s %10s %7s\n", "rank", "busy", "span", "idle", "peak_act",
+            "peak_mem", "params");
     for (int r = 0; r < ps_schedule_pp(s); r++) {
         ps_rank_metrics rm;
         ps_sim_rank_metrics(sim, r, &rm);
-        fprintf(f, "%6d %12g %12g %12g %8lld %7d\n", r, rm.busy, rm.span, rm.idle,
-                (long long)rm.peak_activations, rm.param_copies);
+        fprintf(f, "%6d %12g %12g %12g %8lld %10g %7d\n", r, rm.busy, rm.span, rm.idle,
+                (long long)rm.peak_activations, rm.peak_memory, rm.param_copies);
     }
 }
 
