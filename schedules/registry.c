@@ -47,6 +47,12 @@ const ps__family ps__families[] = {
     ROW(zb_v, "zb-v", "ZBVZeroBubble,ScheduleZBVZeroBubble,zbv",
         "handcrafted ZB-V: two chunks per rank in V placement, zero bubble when f = b = w",
         "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3),
+    ROW(v_half, "v-half", "V-Half,zbv-half",
+        "V-shape building blocks with half of 1F1B's activation memory, then squeezed",
+        "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3),
+    ROW(v_min, "v-min", "V-Min,zbv-min",
+        "V-shape building blocks with a third of 1F1B's activation memory, then squeezed",
+        "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3),
 };
 
 const size_t ps__nfamilies = sizeof ps__families / sizeof ps__families[0];
