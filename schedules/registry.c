@@ -53,6 +53,9 @@ const ps__family ps__families[] = {
     ROW(v_min, "v-min", "V-Min,zbv-min",
         "V-shape building blocks with a third of 1F1B's activation memory, then squeezed",
         "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3),
+    ROW(zb_auto, "zb-auto", "zb-greedy,zero-bubble-auto,ZBAuto",
+        "cost- and memory-aware zero-bubble list scheduler (per-stage f, b, w, c, memory limit)",
+        "vpp = 1 (loop) or 2 (V placement); any m >= 1", PS__PLACE_V, 0, 3),
 };
 
 const size_t ps__nfamilies = sizeof ps__families / sizeof ps__families[0];
