@@ -630,6 +630,66 @@ int ps__zb_auto_check(const ps__params *p, char *why)
     return 0;
 }
 
+/*
+ * The greedy is a heuristic. When it did not reach the lower bound, the handcrafted
+ * schedules (ZB-H1 and ZB-H2 with one chunk, ZB-V with the V) are simulated under the same
+ * costs and memory limit and replace its result when they are faster, so zb-auto is never
+ * worse than a handcrafted schedule that fits the limit. They share zb-auto's placement and
+ * its three actions per (stage, micro-batch), so their lists fit s as they are.
+ */
+static int consider_handcrafted(ps_schedule *s, const ps__params *p)
+{
+    static const char *const one[] = {"zb-h1", "zb-h2", NULL}, *const two[] = {"zb-v", NULL};
+    ps_problem tmp = *p->pb; /* shallow: read-only use of pb's arrays */
+    ps_schedule *cand = NULL;
+    ps_sim *sim = NULL;
+    ps_metrics met;
+    int rc = ps_schedule_new(&cand, &s->al);
+    if (!rc)
+        rc = ps_sim_new(&sim, &s->al);
+    if (!rc)
+        rc = ps_sim_run(sim, s, &tmp);
+    if (rc && rc != PS_EINVALID)
+        goto out;
+    rc = 0;
+    ps_sim_metrics(sim, &met);
+    double best = met.makespan;
+    for (const char *const *name = p->v == 1 ? one : two; *name; name++) {
+        tmp.family = ps_family_lookup(*name, NULL);
+        tmp.group = 0;
+        int grc = ps_schedule_generate(cand, &tmp);
+        if (grc == PS_ENOMEM) {
+            rc = grc;
+            goto out;
+        }
+        if (grc)
+            continue;
+        int src = ps_sim_run(sim, cand, &tmp);
+        if (src == PS_ENOMEM) {
+            rc = src;
+            goto out;
+        }
+        if (src) /* above the memory limit (or invalid): not a candidate */
+            continue;
+        ps_sim_metrics(sim, &met);
+        if (met.makespan < best * (1 - 1e-12)) {
+            best = met.makespan;
+            for (int32_t r = 0; r < s->pp; r++) {
+                memcpy(s->acts + s->off[r], cand->acts + cand->off[r],
+                       (size_t)cand->len[r] * sizeof *s->acts);
+                s->len[r] = cand->len[r];
+            }
+        }
+    }
+out:
+    ps_sim_free(sim);
+    ps_schedule_free(cand);
+    if (rc)
+        return ps__seterr(s->err, rc, "zb-auto: %s comparing with the handcrafted schedules",
+                          ps_strerror(rc));
+    return 0;
+}
+
 int ps__zb_auto_generate(ps_schedule *s, const ps__params *p)
 {
     zctx z;
@@ -717,5 +777,7 @@ int ps__zb_auto_generate(ps_schedule *s, const ps__params *p)
         run(&z, tries[best], &mk, &bb);
     }
     ps__free(&s->al, block, bytes, 1);
-    return 0;
+    if (best >= 0 && best_mk <= lb * (1 + 1e-12))
+        return 0; /* optimal: nothing can beat it */
+    return consider_handcrafted(s, p);
 }

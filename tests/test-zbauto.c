@@ -481,6 +481,60 @@ START_TEST(zbauto_alloc_failure)
 }
 END_TEST
 
+/* Makespan and largest per-rank peak memory of family under the given costs and limit;
+ * returns the simulator's code. */
+static int measure(const char *family, int p, int v, int m, const double c4[4], double limit,
+                   double *makespan, double *peak)
+{
+    ps_problem *pb = make_problem(family, p, v, m, c4[0], c4[1], c4[2], c4[3]);
+    ck_assert_int_eq(ps_problem_set_mem_limit(pb, limit), 0);
+    ps_schedule *s;
+    ps_sim *sim;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    int rc = ps_sim_run(sim, s, pb);
+    ps_metrics met;
+    ck_assert_int_eq(ps_sim_metrics(sim, &met), 0);
+    *makespan = met.makespan;
+    *peak = 0;
+    for (int r = 0; r < p; r++) {
+        ps_rank_metrics rm;
+        ps_sim_rank_metrics(sim, r, &rm);
+        if (rm.peak_memory > *peak)
+            *peak = rm.peak_memory;
+    }
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return rc;
+}
+
+START_TEST(zbauto_never_worse_than_handcrafted)
+{
+    /* With the limit at a handcrafted schedule's own peak memory, zb-auto is at least as
+     * fast: ZB-H1 and ZB-H2 for one chunk, ZB-V for the V, over cost ratios where the greedy
+     * alone can lose (c > 0, b != f). */
+    static const double costs[][4] = {
+        {1, 2, 1, 0.1}, {2, 1, 1, 0}, {1, 1, 1, 0.3}, {1, 1.5, 0.5, 0.25}, {3, 1, 2, 0.5}};
+    static const char *const one[] = {"zb-h1", "zb-h2"};
+    for (int ci = 0; ci < 5; ci++)
+        for (int p = 2; p <= 6; p++)
+            for (int m = p; m <= 3 * p; m += p) {
+                for (int k = 0; k < 3; k++) {
+                    const char *hand = k < 2 ? one[k] : "zb-v";
+                    int v = k < 2 ? 1 : 2;
+                    double hm, hp, am, ap;
+                    ck_assert_int_eq(measure(hand, p, v, m, costs[ci], 0, &hm, &hp), 0);
+                    ck_assert_int_eq(measure("zb-auto", p, v, m, costs[ci], hp, &am, &ap), 0);
+                    ck_assert_msg(am <= hm * (1 + 1e-12) && ap <= hp * (1 + 1e-12),
+                                  "%s p=%d m=%d costs %d: zb-auto %g (peak %g) vs %g (peak %g)",
+                                  hand, p, m, ci, am, ap, hm, hp);
+                }
+            }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("zbauto");
@@ -497,6 +551,7 @@ int main(void)
     suite_add_tcase(su, tc);
     tc = tcase_create("reference");
     tcase_add_test(tc, zbauto_reference_figures);
+    tcase_add_test(tc, zbauto_never_worse_than_handcrafted);
     suite_add_tcase(su, tc);
     tc = tcase_create("determinism");
     tcase_add_test(tc, zbauto_deterministic);
