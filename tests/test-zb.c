@@ -62,9 +62,11 @@ START_TEST(zb_v_hand_worked)
     ps_schedule *s = gen("zb-v", 2, 2, 3);
     char buf[1024];
     rank_string(s, 0, buf, sizeof buf);
-    ck_assert_str_eq(buf, "0F0 0F1 0F2 3F0 3I0 3W0 3F1 3I1 3W1 0I0 0W0 3F2 3I2 3W2 0I1 0W1 0I2 0W2");
+    ck_assert_str_eq(buf,
+                     "0F0 0F1 0F2 3F0 3I0 3W0 3F1 3I1 3W1 0I0 0W0 3F2 3I2 3W2 0I1 0W1 0I2 0W2");
     rank_string(s, 1, buf, sizeof buf);
-    ck_assert_str_eq(buf, "1F0 2F0 1F1 2F1 2I0 2W0 1F2 1I0 1W0 2F2 2I1 2W1 1I1 2I2 1I2 1W1 2W2 1W2");
+    ck_assert_str_eq(buf,
+                     "1F0 2F0 1F1 2F1 2I0 2W0 1F2 1I0 1W0 2F2 2I1 2W1 1I1 2I2 1I2 1W1 2W2 1W2");
     ck_assert_int_eq(ps_schedule_stage_rank(s, 3), 0);
     ck_assert_int_eq(ps_schedule_stage_rank(s, 2), 1);
     ps_schedule_free(s);
