@@ -73,7 +73,9 @@ static void fill_info(size_t i, ps_family_info *out)
     out->aliases = f->aliases;
     out->description = f->description;
     out->constraints = f->constraints;
-    out->placement = place[f->placement];
+    out->placement = f->placement == PS__PLACE_V && f->fixed_vpp == 0
+                         ? "loop with vpp = 1, v with vpp = 2"
+                         : place[f->placement];
 }
 
 int ps_family_get(size_t i, ps_family_info *out)

@@ -242,7 +242,8 @@ static int check_mem(ps_problem *pb, const char *where, double f, double b, doub
     if (fabs(f + b + w) > 1e-9 * big)
         return ps__seterr(pb->err, PS_ECONFIG,
                           "%s: f + b + w must be 0 (a micro-batch frees what its forward took); "
-                          "got %g + %g + %g = %g",
+                          "got f=%g, b=%g, w=%g, sum %g (keys not given keep their values, "
+                          "by default f=1, b=-0.5, w=-0.5)",
                           where, f, b, w, f + b + w);
     return 0;
 }

@@ -391,6 +391,10 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         return ps__seterr(sim->err, PS_ECONFIG,
                           "stage_costs has %zu entr%s but the schedule has %d stages",
                           pb->n_stage_costs, pb->n_stage_costs == 1 ? "y" : "ies", s->nstages);
+    if (pb->n_stage_mem && pb->n_stage_mem != (size_t)s->nstages)
+        return ps__seterr(sim->err, PS_ECONFIG,
+                          "stage_memory has %zu entr%s but the schedule has %d stages",
+                          pb->n_stage_mem, pb->n_stage_mem == 1 ? "y" : "ies", s->nstages);
     int rc = reserve(sim, s);
     if (rc)
         return ps__seterr(sim->err, rc, "out of memory for the simulation of %zu actions",

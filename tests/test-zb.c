@@ -203,6 +203,11 @@ START_TEST(zb_memory_per_stage_and_fused)
     ps_sim_rank_metrics(sim, 0, &r0);
     ck_assert_double_eq(r0.peak_memory, 2);
     ck_assert_int_eq(r0.peak_activations, 2);
+    /* Per-stage memory of the wrong length is refused before anything reads it. */
+    ck_assert_int_eq(ps_problem_set_stage_memory(pb, sm, 2), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), PS_ECONFIG);
+    ck_assert_str_eq(ps_sim_last_error(sim),
+                     "stage_memory has 2 entries but the schedule has 1 stages");
     ps_sim_free(sim);
     ps_schedule_free(s);
     ps_problem_free(pb);

@@ -42,39 +42,39 @@ static const struct {
     {'f', NULL}, /* per command */
     {'t', "      --timed             simulate: the table gets one column per time unit, the\n"
           "                          JSON start/end times and metrics\n"},
-    {'j', "      --json              metrics as JSON\n"},
+    {'j', NULL}, /* per command */
     {'T', "      --trace FILE        write a Chrome/Perfetto trace (1 cost unit = 1 ms)\n"},
     {'o', "  -o, --output FILE       write the output to FILE instead of stdout\n"},
     {'h', "  -h, --help              this help\n"},
 };
 
 static const struct {
-    const char *name, *usage, *about, *format, *options;
+    const char *name, *usage, *about, *format, *options, *json;
 } commands_help[] = {
     {"list", "pipesched list [--json]",
      "Lists the schedule families with their aliases (case-insensitive, PyTorch class\n"
      "names accepted), placement and constraints.",
-     NULL, "jh"},
+     NULL, "jh", "      --json              the families as JSON\n"},
     {"generate", "pipesched generate [OPTIONS]",
      "Generates and validates a schedule and prints it.",
-     "  -f, --format FMT        table (default), json, csv, csv-comms\n", "spvmGcMLCftoh"},
+     "  -f, --format FMT        table (default), json, csv, csv-comms\n", "spvmGcMLCftoh", NULL},
     {"simulate", "pipesched simulate [OPTIONS]",
      "Generates, validates and simulates a schedule; prints its metrics.",
      "  -f, --format FMT        print the timed schedule (table, or json with the metrics)\n"
      "                          instead of the metrics\n",
-     "spvmGcMLCfjToh"},
+     "spvmGcMLCfjToh", "      --json              metrics as JSON\n"},
     {"check", "pipesched check FILE.csv [OPTIONS]",
      "Validates a PyTorch-style CSV schedule (compute_only or compute_comms, one row per\n"
      "rank; - reads stdin) and simulates it. pp, stages, micro-batches and the placement\n"
-     "are inferred from the file; -m sets the micro-batch count; only the costs of a\n"
-     "--config file apply.",
+     "are inferred from the file; -m sets the micro-batch count; from a --config file\n"
+     "only the costs and the memory model apply.",
      "  -f, --format FMT        print the schedule instead of the metrics: table (timed),\n"
      "                          json (timed, with the metrics), csv, csv-comms\n",
-     "mcMLCfjToh"},
+     "mcMLCfjToh", "      --json              metrics as JSON\n"},
     {"demo", "pipesched demo",
      "Shows GPipe, 1F1B and interleaved 1F1B on 4 ranks with 8 micro-batches, timed,\n"
      "with their metrics.",
-     NULL, "h"},
+     NULL, "h", NULL},
 };
 
 static void usage_main(FILE *f)
@@ -102,7 +102,11 @@ static int usage_cmd(FILE *f, const char *cmd)
         for (size_t k = 0; k < sizeof option_help / sizeof option_help[0]; k++) {
             if (!strchr(commands_help[i].options, option_help[k].letter))
                 continue;
-            fputs(option_help[k].text ? option_help[k].text : commands_help[i].format, f);
+            const char *text = option_help[k].text;
+            if (!text)
+                text =
+                    option_help[k].letter == 'f' ? commands_help[i].format : commands_help[i].json;
+            fputs(text, f);
         }
         return 0;
     }
@@ -293,13 +297,19 @@ static int build_problem(const opts *o, ps_problem **out)
     if (o->mem_limit) {
         char *end;
         double x = strtod(o->mem_limit, &end);
-        if (end == o->mem_limit || *end) {
-            fprintf(stderr, "pipesched: --mem-limit needs a number; got \"%s\"\n", o->mem_limit);
+        if (end == o->mem_limit || *end ||
+            strspn(o->mem_limit, "0123456789.eE+-") != strlen(o->mem_limit)) {
+            fprintf(stderr, "pipesched: --mem-limit needs a decimal number; got \"%s\"\n",
+                    o->mem_limit);
             ps_problem_free(pb);
             return PS_EINVAL;
         }
-        if ((rc = ps_problem_set_mem_limit(pb, x)))
-            goto fail;
+        if (ps_problem_set_mem_limit(pb, x)) {
+            fprintf(stderr, "pipesched: --mem-limit must be in [0, %g] (0 = none); got %s\n",
+                    PS_MAX_COST, o->mem_limit);
+            ps_problem_free(pb);
+            return PS_ERANGE;
+        }
     }
     *out = pb;
     return 0;
@@ -426,7 +436,8 @@ static int make_schedule(const ps_problem *pb, ps_schedule **out)
     return EXIT_OK;
 }
 
-static int run_sim(const ps_schedule *s, const ps_problem *pb, ps_sim **out)
+/* Simulates s; failures are reported as "pipesched: [what: ]message". */
+static int run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, ps_sim **out)
 {
     ps_sim *sim;
     int rc = ps_sim_new(&sim, NULL);
@@ -434,7 +445,7 @@ static int run_sim(const ps_schedule *s, const ps_problem *pb, ps_sim **out)
         return report("simulate", rc, NULL);
     rc = ps_sim_run(sim, s, pb);
     if (rc) {
-        int ex = report(NULL, rc, ps_sim_last_error(sim));
+        int ex = report(what, rc, ps_sim_last_error(sim));
         ps_sim_free(sim);
         return ex;
     }
@@ -472,7 +483,7 @@ static int cmd_generate(int argc, char **argv)
         goto out;
     }
     if (o.timed) {
-        if ((ex = run_sim(s, pb, &sim)))
+        if ((ex = run_sim(s, pb, NULL, &sim)))
             goto out;
         if (fmt == PS_FORMAT_TABLE)
             fmt = PS_FORMAT_TABLE_TIMED;
@@ -532,7 +543,7 @@ static int cmd_simulate(int argc, char **argv)
         return cli_exit_code(rc);
     int ex = make_schedule(pb, &s);
     if (!ex)
-        ex = run_sim(s, pb, &sim);
+        ex = run_sim(s, pb, NULL, &sim);
     if (!ex)
         ex = sim_outputs(&o, s, sim, o.format != NULL, fmt);
     ps_sim_free(sim);
@@ -589,7 +600,7 @@ static int cmd_check(int argc, char **argv)
         ex = report("lower", rc, ps_schedule_last_error(s));
         goto out;
     }
-    if ((ex = run_sim(s, pb, &sim)))
+    if ((ex = run_sim(s, pb, o.file, &sim)))
         goto out;
     if (!o.format && !o.json)
         fprintf(stderr, "%s: valid\n", o.file);
@@ -615,7 +626,7 @@ static int demo_one(const char *family, int pp, int vpp, int m)
         ps_problem_set_int(pb, PS_PARAM_PP, pp) || ps_problem_set_int(pb, PS_PARAM_VPP, vpp) ||
         ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, m))
         goto out;
-    if ((ex = make_schedule(pb, &s)) || (ex = run_sim(s, pb, &sim)))
+    if ((ex = make_schedule(pb, &s)) || (ex = run_sim(s, pb, NULL, &sim)))
         goto out;
     printf("== %s, pp=%d vpp=%d m=%d, f=b=w=1 (per chunk), c=0\n", family, pp, vpp, m);
     if ((ex = emit(s, sim, PS_FORMAT_TABLE_TIMED, NULL)))
