@@ -74,6 +74,14 @@ void ps__engine_destroy(ps__engine *e)
     e->s = NULL;
 }
 
+void ps__engine_set_remote(ps__engine *e, const uint8_t *remote)
+{
+    e->remote = remote;
+    for (int32_t r = 0; r < e->pp; r++)
+        if (remote && remote[r])
+            e->running[r] = 1;
+}
+
 void ps__engine_start(ps__engine *e)
 {
     for (int32_t r = 0; r < e->pp; r++) {
@@ -146,6 +154,10 @@ void ps__engine_describe(const ps__engine *e, char *buf)
     const ps__eng_view v = ps__eng_view_of(e);
     for (int32_t r = 0; r < e->pp; r++) {
         char name[96];
+        if (e->remote && e->remote[r]) {
+            ps__adderr(buf, "\n  rank %d: remote", r);
+            continue;
+        }
         if (e->cur[r] >= e->len[r]) {
             ps__adderr(buf, "\n  rank %d: finished", r);
             continue;

@@ -8,7 +8,7 @@
  *     start and end from the dependency times (sim.c);
  *   - the validator's and the lowering pass's clocks complete synchronously too and only
  *     record order (validate.c, lower.c);
- *   - the libuv executor (later work) hands the action to the host and calls
+ *   - the libuv executor (src/exec/) hands the action to the host and calls
  *     ps__engine_complete() when the host reports it done.
  *
  * One engine, several clocks: what the simulator simulates is exactly what runs. The core
@@ -48,6 +48,10 @@ typedef struct ps__engine_ops {
      * activation, 1 = input gradient. Return 1 when delivered during the call, 0 when
      * ps__engine_deliver() comes later. */
     int (*transfer)(void *ud, int dir, int32_t stage, int32_t mb, int32_t from, int32_t to);
+    /* Optional (NULL for the synchronous clocks, which then pay nothing): rank stopped at
+     * action idx because an input is missing. The executor posts the receives of inputs that
+     * come from ranks of other processes here. May be called more than once per action. */
+    void (*park)(void *ud, int32_t rank, int64_t idx, const ps_action *a);
 } ps__engine_ops;
 
 /* Flags are 16-bit so that stores to them cannot alias the schedule's tables. */
@@ -74,6 +78,9 @@ typedef struct ps__engine {
     int32_t qhead, qcount;
     ps__flag *st; /* per (stage, mb): PS__ST_* flags, index ps__sm(stage, mb) */
     int64_t total, in_flight_transfers;
+    /* Per rank, 1 when the rank runs in another process (NULL: all local); see
+     * ps__engine_set_remote(). */
+    const uint8_t *remote;
     /* Optional record of the issue order (see ps_schedule.order): pairs (rank, n). */
     int rec_on, rec_failed;
     int32_t *rec;
@@ -83,6 +90,13 @@ typedef struct ps__engine {
 int ps__engine_init(ps__engine *e, const ps_schedule *s, const ps__engine_ops *ops, void *ud,
                     const ps_allocator *al);
 void ps__engine_destroy(ps__engine *e);
+/*
+ * Marks the ranks with remote[r] != 0 as run elsewhere (remote is borrowed for the engine's
+ * life). Such a rank is pinned as running, so the advance loop skips it without an extra test;
+ * results addressed to it are handed to ops->transfer like any other, and ps__engine_describe()
+ * calls it remote. Call before ps__engine_start().
+ */
+void ps__engine_set_remote(ps__engine *e, const uint8_t *remote);
 /* Issues everything that can run now (and, with synchronous clocks, everything). */
 void ps__engine_start(ps__engine *e);
 /* The action running on rank completed. */
@@ -262,6 +276,8 @@ PS__HOT void ps__eng_advance(ps__engine *e, const ps__eng_view *vp, const ps__en
         int32_t dep[2];
         if (!ps__eng_ready(&v, a, dep)) {
             e->parked[r] = 1; /* a finish elsewhere wakes it */
+            if (ops->park)
+                ops->park(e->ud, r, i, a);
             break;
         }
         if (!ops->issue(e->ud, r, i, a, dep)) {

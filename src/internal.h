@@ -199,5 +199,9 @@ void ps__action_str(const ps_action *a, char *buf, size_t n);
 /* The simulator's cost c (or another ps_cost) and the schedule its timeline belongs to. */
 double ps__sim_cost(const ps_sim *sim, int which);
 const ps_schedule *ps__sim_schedule(const ps_sim *sim);
+/* Replaces sim's timeline (which must be current) by start/end / unit, indexed like the
+ * schedule's action array, and recomputes busy times and metrics (the executor's measured
+ * run). Peaks are kept. PS_ESTATE when sim holds no current timeline. */
+int ps__sim_set_timeline(ps_sim *sim, const double *start, const double *end, double unit);
 
 #endif /* PS_INTERNAL_H */

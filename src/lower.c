@@ -49,7 +49,7 @@ static int lower_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t 
     return 1;
 }
 
-static const ps__engine_ops lower_ops = {lower_issue, lower_transfer};
+static const ps__engine_ops lower_ops = {lower_issue, lower_transfer, NULL};
 
 /* Adds to cap[] the SEND on the producer's rank and the RECV on the consumer's. */
 static void count_edge(const ps_schedule *s, int64_t *cap, int32_t r, int fwd, int32_t stage,

@@ -342,7 +342,7 @@ PS__HOT int sim_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t f
     return 1;
 }
 
-static const ps__engine_ops sim_ops = {sim_issue, sim_transfer};
+static const ps__engine_ops sim_ops = {sim_issue, sim_transfer, NULL};
 
 /*
  * Replays the issue order the validator recorded (the engine's own order, so the same
@@ -375,6 +375,27 @@ static void replay(ps_sim *sim, const ps_schedule *s)
         store_rank(sim, r, &rs);
         cur[r] = i;
     }
+}
+
+/* Makespan, largest idle and bubble ratio of the timeline in start/end and busy. */
+static void compute_metrics(ps_sim *sim, const ps_schedule *s)
+{
+    double makespan = 0.0, bubble = 0.0, busy = 0.0;
+    for (int32_t r = 0; r < s->pp; r++) {
+        busy += sim->busy[r];
+        if (s->len[r] == 0)
+            continue;
+        double last = sim->end[s->off[r] + s->len[r] - 1];
+        double span = last - sim->start[s->off[r]];
+        if (last > makespan)
+            makespan = last;
+        if (span - sim->busy[r] > bubble)
+            bubble = span - sim->busy[r];
+    }
+    sim->met.makespan = makespan;
+    sim->met.bubble = bubble;
+    sim->met.bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)s->pp * makespan) : 0.0;
+    sim->met.pp = s->pp;
 }
 
 int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
@@ -465,23 +486,8 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         return PS_EDEADLOCK;
     }
     ps__engine_destroy(&e);
-metrics:;
-    double makespan = 0.0, bubble = 0.0, busy = 0.0;
-    for (int32_t r = 0; r < s->pp; r++) {
-        busy += sim->busy[r];
-        if (s->len[r] == 0)
-            continue;
-        double last = sim->end[s->off[r] + s->len[r] - 1];
-        double span = last - sim->start[s->off[r]];
-        if (last > makespan)
-            makespan = last;
-        if (span - sim->busy[r] > bubble)
-            bubble = span - sim->busy[r];
-    }
-    sim->met.makespan = makespan;
-    sim->met.bubble = bubble;
-    sim->met.bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)s->pp * makespan) : 0.0;
-    sim->met.pp = s->pp;
+metrics:
+    compute_metrics(sim, s);
     sim->version = s->version;
     sim->have = 1;
     sim->err[0] = 0;
@@ -546,6 +552,24 @@ const double *ps_sim_ends(const ps_sim *sim, int rank)
     if (!sim || !current(sim) || rank < 0 || rank >= sim->s->pp)
         return NULL;
     return sim->end + sim->s->off[rank];
+}
+
+int ps__sim_set_timeline(ps_sim *sim, const double *start, const double *end, double unit)
+{
+    if (!current(sim))
+        return PS_ESTATE;
+    const ps_schedule *s = sim->s;
+    for (int32_t r = 0; r < s->pp; r++) {
+        double busy = 0.0;
+        for (int64_t i = s->off[r]; i < s->off[r] + s->len[r]; i++) {
+            sim->start[i] = start[i] / unit;
+            sim->end[i] = end[i] / unit;
+            busy += sim->end[i] - sim->start[i];
+        }
+        sim->busy[r] = busy;
+    }
+    compute_metrics(sim, s);
+    return 0;
 }
 
 double ps__sim_cost(const ps_sim *sim, int which)

@@ -210,7 +210,7 @@ PS__HOT int null_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t 
     return 1;
 }
 
-static const ps__engine_ops check_ops = {check_issue, null_transfer};
+static const ps__engine_ops check_ops = {check_issue, null_transfer, NULL};
 
 /* After a complete sweep without repeats: every (stage, mb) on its path ran F, a backward
  * and its weight gradient (B sets W_DONE itself). */

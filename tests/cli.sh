@@ -118,5 +118,19 @@ contains "$tmp/t.json" '"traceEvents"' "trace written"
 expect 0 "timed" -- "$bin" generate -s 1f1b -p 2 -m 2 --timed
 contains "$tmp/out" "rank 1 | .   1F0 1B0 +   1F1 1B1 +" "timed table"
 
+# Emulated execution (only when the executor was built: `help run` succeeds).
+if "$bin" help run >/dev/null 2>&1; then
+    expect 0 "run" -- "$bin" run -s 1f1b -p 2 -m 4 --time-scale 0.002
+    contains "$tmp/out" "makespan error" "run prints the makespan error"
+    contains "$tmp/out" "simulated" "run prints the simulated metrics"
+    expect 0 "run json" -- "$bin" run -s 1f1b -p 2 -m 4 --time-scale 0.002 --json --trace "$tmp/r.json"
+    contains "$tmp/out" '"simulated": {"schedule":"1f1b","pp":2' "run json simulated"
+    contains "$tmp/out" '"measured": {"schedule":"1f1b","pp":2' "run json measured"
+    contains "$tmp/out" '"makespan_error":' "run json error"
+    contains "$tmp/r.json" '"traceEvents"' "run trace written"
+    expect 2 "run bad time scale" -- "$bin" run --time-scale 0
+    expect 2 "run with --timed" -- "$bin" run --timed
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

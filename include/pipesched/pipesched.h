@@ -45,7 +45,11 @@ extern "C" {
     X(EINVALID, -8, "schedule failed validation")                                                  \
     X(EDEADLOCK, -9, "schedule deadlocks")                                                         \
     X(EIO, -10, "output callback failed")                                                          \
-    X(ESTATE, -11, "operation not valid in the current state")
+    X(ESTATE, -11, "operation not valid in the current state")                                     \
+    X(ECANCELED, -12, "execution canceled")                                                        \
+    X(ESTALL, -13, "execution stalled (no progress within the stall timeout)")                     \
+    X(EHOST, -14, "a host callback reported an error")                                             \
+    X(ESYS, -15, "system resource unavailable (event loop, thread)")
 
 typedef enum ps_errno {
     PS_OK = 0,

@@ -1,7 +1,7 @@
 /*
  * pipesched — command-line front end of libpipesched.
  *
- *   pipesched list | generate | simulate | check FILE.csv | demo | help [COMMAND]
+ *   pipesched list | generate | simulate | check FILE.csv | run | demo | help [COMMAND]
  *
  * Exit status: 0 ok, 1 the schedule failed validation (or deadlocks), 2 usage or input
  * error, 3 internal error (out of memory, output failure).
@@ -10,14 +10,20 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef PS_HAVE_EXEC
+#include <pipesched/exec.h>
+#endif
 
 #define CONFIG_LIMIT (64u << 20)
 #define CSV_LIMIT (1u << 30)
 
 typedef struct opts {
     const char *schedule, *config, *costs, *memory, *mem_limit, *format, *output, *trace;
+    const char *time_scale; /* run */
     long long pp, vpp, m, group;
     int timed, json, help;
     const char *file; /* check */
@@ -44,6 +50,7 @@ static const struct {
           "                          JSON start/end times and metrics\n"},
     {'j', NULL}, /* per command */
     {'T', "      --trace FILE        write a Chrome/Perfetto trace (1 cost unit = 1 ms)\n"},
+    {'S', "      --time-scale S      seconds of real time per cost unit (default 0.001)\n"},
     {'o', "  -o, --output FILE       write the output to FILE instead of stdout\n"},
     {'h', "  -h, --help              this help\n"},
 };
@@ -71,6 +78,16 @@ static const struct {
      "  -f, --format FMT        print the schedule instead of the metrics: table (timed),\n"
      "                          json (timed, with the metrics), csv, csv-comms\n",
      "mcMLCfjToh", "      --json              metrics as JSON\n"},
+#ifdef PS_HAVE_EXEC
+    {"run", "pipesched run [OPTIONS]",
+     "Generates and simulates a schedule, then executes it for real on a libuv loop with\n"
+     "emulated compute (each action sleeps its cost times the time scale, one thread per\n"
+     "rank, all ranks in this process) and prints the measured metrics next to the\n"
+     "simulated ones with the relative error of the makespan.",
+     NULL, "spvmGcMLCjSToh",
+     "      --json              {\"simulated\": {...}, \"measured\": {...}, \"makespan_error\": "
+     "x}\n"},
+#endif
     {"demo", "pipesched demo",
      "Shows GPipe, 1F1B and interleaved 1F1B on 4 ranks with 8 micro-batches, timed,\n"
      "with their metrics.",
@@ -86,6 +103,10 @@ static void usage_main(FILE *f)
                "  generate             print a schedule (table, JSON, PyTorch CSV)\n"
                "  simulate             simulate a schedule: makespan, bubbles, memory\n"
                "  check FILE.csv       validate and simulate a PyTorch-style CSV table\n"
+#ifdef PS_HAVE_EXEC
+               "  run                  execute a schedule with emulated compute; measured vs "
+               "simulated\n"
+#endif
                "  demo                 a short tour\n"
                "  help [COMMAND]       help on a command\n\n"
                "exit status: 0 ok, 1 invalid schedule, 2 usage or input error, 3 internal "
@@ -141,6 +162,8 @@ static const char *opt_name(int c)
         return "--output";
     case 'T':
         return "--trace";
+    case 'S':
+        return "--time-scale";
     case 't':
         return "--timed";
     case 'j':
@@ -170,6 +193,7 @@ static int parse_opts(int argc, char **argv, opts *o, const char *cmd, int want_
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
         {"trace", required_argument, NULL, 'T'},
+        {"time-scale", required_argument, NULL, 'S'},
         {"timed", no_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
@@ -226,6 +250,9 @@ static int parse_opts(int argc, char **argv, opts *o, const char *cmd, int want_
             break;
         case 'T':
             o->trace = optarg;
+            break;
+        case 'S':
+            o->time_scale = optarg;
             break;
         case 't':
             o->timed = 1;
@@ -616,6 +643,170 @@ out:
     return ex;
 }
 
+#ifdef PS_HAVE_EXEC
+/* A growable text buffer behind ps_write_fn. */
+typedef struct membuf {
+    char *p;
+    size_t n, cap;
+} membuf;
+
+static int membuf_write(void *ud, const char *data, size_t len)
+{
+    membuf *b = ud;
+    if (b->n + len + 1 > b->cap) {
+        size_t cap = (b->n + len + 1) * 2;
+        char *p = realloc(b->p, cap);
+        if (!p)
+            return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, len);
+    b->n += len;
+    b->p[b->n] = 0;
+    return 0;
+}
+
+/* The metrics JSON of sim (simulate --json) without its final newline, into b. */
+static int metrics_json(const ps_schedule *s, const ps_sim *sim, membuf *b)
+{
+    b->n = 0;
+    int rc = ps_export(s, sim, PS_FORMAT_METRICS, membuf_write, b);
+    if (rc)
+        return report("run", rc, NULL);
+    while (b->n && b->p[b->n - 1] == '\n')
+        b->p[--b->n] = 0;
+    return EXIT_OK;
+}
+
+/* Runs s on a private loop with emulated compute; the measured timeline ends up in sim. */
+static int execute(const ps_schedule *s, const ps_problem *pb, double scale, ps_sim *sim)
+{
+    uv_loop_t loop;
+    if (uv_loop_init(&loop)) {
+        fprintf(stderr, "pipesched: run: cannot create an event loop\n");
+        return EXIT_INTERNAL;
+    }
+    ps_exec_config cfg;
+    ps_exec_config_init(&cfg);
+    cfg.emulate = 1;
+    cfg.problem = pb;
+    cfg.time_scale = scale;
+    ps_exec *x;
+    int ex = EXIT_OK, rc = ps_exec_new(&x, &loop, s, &cfg, NULL);
+    if (rc) {
+        ex = report("run", rc, NULL);
+        goto out;
+    }
+    if ((rc = ps_exec_start(x)) == 0) {
+        uv_run(&loop, UV_RUN_DEFAULT);
+        rc = ps_exec_status(x);
+    }
+    if (rc)
+        ex = report("run", rc, ps_exec_last_error(x));
+    else if ((rc = ps_exec_measured(x, scale, sim)))
+        ex = report("run", rc, NULL);
+    ps_exec_close(x, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+out:
+    if (uv_loop_close(&loop) && !ex) {
+        fprintf(stderr, "pipesched: run: the event loop still has handles\n");
+        ex = EXIT_INTERNAL;
+    }
+    return ex;
+}
+
+static void print_comparison(const ps_schedule *s, const ps_metrics *sm, const ps_rank_metrics *sr,
+                             const ps_sim *measured, double scale)
+{
+    ps_metrics mm;
+    ps_sim_metrics(measured, &mm);
+    printf("schedule %s: pp=%d vpp=%d stages=%d microbatches=%d actions=%zu, time scale %g s\n",
+           ps_schedule_family(s), ps_schedule_pp(s), ps_schedule_vpp(s), ps_schedule_num_stages(s),
+           ps_schedule_microbatches(s), ps_schedule_total_actions(s), scale);
+    printf("%-14s %12s %12s\n", "", "simulated", "measured");
+    printf("%-14s %12g %12g\n", "makespan", sm->makespan, mm.makespan);
+    printf("%-14s %12g %12g\n", "bubble", sm->bubble, mm.bubble);
+    printf("%-14s %12.4f %12.4f\n", "bubble_ratio", sm->bubble_ratio, mm.bubble_ratio);
+    printf("makespan error %.3f%%\n", 100 * fabs(mm.makespan - sm->makespan) / sm->makespan);
+    printf("%6s %12s %12s %12s %12s\n", "rank", "busy(sim)", "busy(run)", "idle(sim)", "idle(run)");
+    for (int r = 0; r < ps_schedule_pp(s); r++) {
+        ps_rank_metrics rm;
+        ps_sim_rank_metrics(measured, r, &rm);
+        printf("%6d %12g %12g %12g %12g\n", r, sr[r].busy, rm.busy, sr[r].idle, rm.idle);
+    }
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    opts o;
+    if (parse_opts(argc, argv, &o, "run", 0))
+        return EXIT_USAGE;
+    if (o.help) {
+        usage_cmd(stdout, "run");
+        return EXIT_OK;
+    }
+    double scale = 1e-3;
+    if (o.time_scale) {
+        char *end;
+        scale = strtod(o.time_scale, &end);
+        if (end == o.time_scale || *end || !(scale > 0) || scale > 10) {
+            fprintf(stderr,
+                    "pipesched: --time-scale needs seconds per cost unit in (0, 10]; "
+                    "got \"%s\"\n",
+                    o.time_scale);
+            return EXIT_USAGE;
+        }
+    }
+    ps_problem *pb = NULL;
+    ps_schedule *s = NULL;
+    ps_sim *sim = NULL;
+    ps_rank_metrics *sr = NULL;
+    membuf simj = {NULL, 0, 0}, runj = {NULL, 0, 0};
+    int rc = build_problem(&o, &pb);
+    if (rc)
+        return cli_exit_code(rc);
+    int ex = make_schedule(pb, &s);
+    if (!ex)
+        ex = run_sim(s, pb, NULL, &sim);
+    if (ex)
+        goto out;
+    ps_metrics sm;
+    ps_sim_metrics(sim, &sm);
+    sr = calloc((size_t)ps_schedule_pp(s), sizeof *sr);
+    if (!sr) {
+        ex = report("run", PS_ENOMEM, NULL);
+        goto out;
+    }
+    for (int r = 0; r < ps_schedule_pp(s); r++)
+        ps_sim_rank_metrics(sim, r, &sr[r]);
+    if (o.json && (ex = metrics_json(s, sim, &simj)))
+        goto out;
+    if ((ex = execute(s, pb, scale, sim)))
+        goto out;
+    if (o.trace && (ex = emit(s, sim, PS_FORMAT_TRACE, o.trace)))
+        goto out;
+    if (o.json) {
+        if ((ex = metrics_json(s, sim, &runj)))
+            goto out;
+        ps_metrics mm;
+        ps_sim_metrics(sim, &mm);
+        printf("{\"simulated\": %s,\n \"measured\": %s,\n \"makespan_error\": %.6g}\n", simj.p,
+               runj.p, fabs(mm.makespan - sm.makespan) / sm.makespan);
+    } else {
+        print_comparison(s, &sm, sr, sim, scale);
+    }
+out:
+    free(simj.p);
+    free(runj.p);
+    free(sr);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return ex;
+}
+#endif
+
 static int demo_one(const char *family, int pp, int vpp, int m)
 {
     ps_problem *pb = NULL;
@@ -694,10 +885,11 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*fn)(int, char **);
-    } cmds[] = {{"list", cmd_list},
-                {"generate", cmd_generate},
-                {"simulate", cmd_simulate},
-                {"check", cmd_check},
+    } cmds[] = {{"list", cmd_list},         {"generate", cmd_generate},
+                {"simulate", cmd_simulate}, {"check", cmd_check},
+#ifdef PS_HAVE_EXEC
+                {"run", cmd_run},
+#endif
                 {"demo", cmd_demo}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name))

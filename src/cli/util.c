@@ -93,6 +93,10 @@ int cli_exit_code(int rc)
     case PS_ENOMEM:
     case PS_EIO:
     case PS_ESTATE:
+    case PS_ECANCELED:
+    case PS_ESTALL:
+    case PS_EHOST:
+    case PS_ESYS:
         return EXIT_INTERNAL;
     default:
         return EXIT_USAGE;
