@@ -128,6 +128,8 @@ if "$bin" help run >/dev/null 2>&1; then
     contains "$tmp/out" '"measured": {"schedule":"1f1b","pp":2' "run json measured"
     contains "$tmp/out" '"makespan_error":' "run json error"
     contains "$tmp/r.json" '"traceEvents"' "run trace written"
+    expect 0 "run -o" -- "$bin" run -s 1f1b -p 2 -m 2 --time-scale 0.001 -o "$tmp/run.txt"
+    contains "$tmp/run.txt" "makespan error" "run -o writes the comparison to the file"
     expect 2 "run bad time scale" -- "$bin" run --time-scale 0
     expect 2 "run with --timed" -- "$bin" run --timed
 fi

@@ -716,24 +716,25 @@ out:
     return ex;
 }
 
-static void print_comparison(const ps_schedule *s, const ps_metrics *sm, const ps_rank_metrics *sr,
-                             const ps_sim *measured, double scale)
+static void print_comparison(FILE *f, const ps_schedule *s, const ps_metrics *sm,
+                             const ps_rank_metrics *sr, const ps_sim *measured, double scale)
 {
     ps_metrics mm;
     ps_sim_metrics(measured, &mm);
-    printf("schedule %s: pp=%d vpp=%d stages=%d microbatches=%d actions=%zu, time scale %g s\n",
-           ps_schedule_family(s), ps_schedule_pp(s), ps_schedule_vpp(s), ps_schedule_num_stages(s),
-           ps_schedule_microbatches(s), ps_schedule_total_actions(s), scale);
-    printf("%-14s %12s %12s\n", "", "simulated", "measured");
-    printf("%-14s %12g %12g\n", "makespan", sm->makespan, mm.makespan);
-    printf("%-14s %12g %12g\n", "bubble", sm->bubble, mm.bubble);
-    printf("%-14s %12.4f %12.4f\n", "bubble_ratio", sm->bubble_ratio, mm.bubble_ratio);
-    printf("makespan error %.3f%%\n", 100 * fabs(mm.makespan - sm->makespan) / sm->makespan);
-    printf("%6s %12s %12s %12s %12s\n", "rank", "busy(sim)", "busy(run)", "idle(sim)", "idle(run)");
+    fprintf(f, "schedule %s: pp=%d vpp=%d stages=%d microbatches=%d actions=%zu, time scale %g s\n",
+            ps_schedule_family(s), ps_schedule_pp(s), ps_schedule_vpp(s), ps_schedule_num_stages(s),
+            ps_schedule_microbatches(s), ps_schedule_total_actions(s), scale);
+    fprintf(f, "%-14s %12s %12s\n", "", "simulated", "measured");
+    fprintf(f, "%-14s %12g %12g\n", "makespan", sm->makespan, mm.makespan);
+    fprintf(f, "%-14s %12g %12g\n", "bubble", sm->bubble, mm.bubble);
+    fprintf(f, "%-14s %12.4f %12.4f\n", "bubble_ratio", sm->bubble_ratio, mm.bubble_ratio);
+    fprintf(f, "makespan error %.3f%%\n", 100 * fabs(mm.makespan - sm->makespan) / sm->makespan);
+    fprintf(f, "%6s %12s %12s %12s %12s\n", "rank", "busy(sim)", "busy(run)", "idle(sim)",
+            "idle(run)");
     for (int r = 0; r < ps_schedule_pp(s); r++) {
         ps_rank_metrics rm;
         ps_sim_rank_metrics(measured, r, &rm);
-        printf("%6d %12g %12g %12g %12g\n", r, sr[r].busy, rm.busy, sr[r].idle, rm.idle);
+        fprintf(f, "%6d %12g %12g %12g %12g\n", r, sr[r].busy, rm.busy, sr[r].idle, rm.idle);
     }
 }
 
@@ -786,15 +787,25 @@ static int cmd_run(int argc, char **argv)
         goto out;
     if (o.trace && (ex = emit(s, sim, PS_FORMAT_TRACE, o.trace)))
         goto out;
+    if (o.json && (ex = metrics_json(s, sim, &runj)))
+        goto out;
+    FILE *f = o.output ? fopen(o.output, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "pipesched: cannot write %s\n", o.output);
+        ex = EXIT_USAGE;
+        goto out;
+    }
     if (o.json) {
-        if ((ex = metrics_json(s, sim, &runj)))
-            goto out;
         ps_metrics mm;
         ps_sim_metrics(sim, &mm);
-        printf("{\"simulated\": %s,\n \"measured\": %s,\n \"makespan_error\": %.6g}\n", simj.p,
-               runj.p, fabs(mm.makespan - sm.makespan) / sm.makespan);
+        fprintf(f, "{\"simulated\": %s,\n \"measured\": %s,\n \"makespan_error\": %.6g}\n", simj.p,
+                runj.p, fabs(mm.makespan - sm.makespan) / sm.makespan);
     } else {
-        print_comparison(s, &sm, sr, sim, scale);
+        print_comparison(f, s, &sm, sr, sim, scale);
+    }
+    if (o.output && fclose(f)) {
+        fprintf(stderr, "pipesched: writing %s failed\n", o.output);
+        ex = EXIT_INTERNAL;
     }
 out:
     free(simj.p);
