@@ -183,12 +183,14 @@ size_t ps_problem_stage_costs(const ps_problem *pb, const ps_stage_cost **out)
     return pb->n_stage_costs;
 }
 
-int ps_problem_set_costs_string(ps_problem *pb, const char *spec)
+/*
+ * Parses "key=value,key=value" with keys from names[0..n): writes each value into val[k] and
+ * sets set[k]. what names the option in messages ("costs", "memory"). Returns 0 or
+ * PS_ECONFIG naming the key, column or value.
+ */
+static int parse_spec(ps_problem *pb, const char *what, const char *spec, int n, double *val,
+                      int *set)
 {
-    if (!pb || !spec)
-        return PS_EINVAL;
-    double val[5];
-    int set[5] = {0};
     const char *p = spec;
     while (*p) {
         const char *eq = strchr(p, '=');
@@ -196,31 +198,44 @@ int ps_problem_set_costs_string(ps_problem *pb, const char *spec)
         if (!end)
             end = p + strlen(p);
         if (!eq || eq > end)
-            return ps__seterr(pb->err, PS_ECONFIG,
-                              "costs: expected key=value at column %d of \"%s\"",
-                              (int)(p - spec) + 1, spec);
+            return ps__seterr(pb->err, PS_ECONFIG, "%s: expected key=value at column %d of \"%s\"",
+                              what, (int)(p - spec) + 1, spec);
         int k;
-        for (k = 0; k < 5; k++)
+        for (k = 0; k < n; k++)
             if ((size_t)(eq - p) == strlen(cost_names[k]) &&
                 !strncmp(p, cost_names[k], (size_t)(eq - p)))
                 break;
-        if (k == 5)
-            return ps__seterr(pb->err, PS_ECONFIG,
-                              "costs: unknown key \"%.*s\" at column %d (known: f, b, w, c, fb)",
-                              (int)(eq - p), p, (int)(p - spec) + 1);
+        if (k == n)
+            return ps__seterr(
+                pb->err, PS_ECONFIG, "%s: unknown key \"%.*s\" at column %d (known: %s)", what,
+                (int)(eq - p), p, (int)(p - spec) + 1, n == 5 ? "f, b, w, c, fb" : "f, b, w");
         char *num_end;
         errno = 0;
         double v = strtod(eq + 1, &num_end);
         if (num_end == eq + 1 || num_end != end || errno)
-            return ps__seterr(pb->err, PS_ECONFIG, "costs: %s needs a number; got \"%.*s\"",
+            return ps__seterr(pb->err, PS_ECONFIG, "%s: %s needs a number; got \"%.*s\"", what,
                               cost_names[k], (int)(end - eq - 1), eq + 1);
-        if (!isfinite(v) || (v < 0 && k != PS_COST_FB) || v > PS_MAX_COST)
-            return ps__seterr(pb->err, PS_ECONFIG, "costs: %s must be in [0, %g]; got %g",
-                              cost_names[k], PS_MAX_COST, v);
         val[k] = v;
         set[k] = 1;
         p = *end ? end + 1 : end;
     }
+    return 0;
+}
+
+int ps_problem_set_costs_string(ps_problem *pb, const char *spec)
+{
+    if (!pb || !spec)
+        return PS_EINVAL;
+    double val[5];
+    int set[5] = {0};
+    int rc = parse_spec(pb, "costs", spec, 5, val, set);
+    if (rc)
+        return rc;
+    for (int k = 0; k < 5; k++)
+        if (set[k] &&
+            (!isfinite(val[k]) || (val[k] < 0 && k != PS_COST_FB) || val[k] > PS_MAX_COST))
+            return ps__seterr(pb->err, PS_ECONFIG, "costs: %s must be in [0, %g]; got %g",
+                              cost_names[k], PS_MAX_COST, val[k]);
     for (int k = 0; k < 5; k++)
         if (set[k])
             pb->cost[k] = (k == PS_COST_FB && val[k] < 0) ? -1.0 : val[k];
@@ -319,32 +334,9 @@ int ps_problem_set_memory_string(ps_problem *pb, const char *spec)
     if (!pb || !spec)
         return PS_EINVAL;
     double v[3] = {pb->mem.f, pb->mem.b, pb->mem.w};
-    const char *p = spec;
-    while (*p) {
-        const char *eq = strchr(p, '=');
-        const char *end = strchr(p, ',');
-        if (!end)
-            end = p + strlen(p);
-        if (!eq || eq > end)
-            return ps__seterr(pb->err, PS_ECONFIG,
-                              "memory: expected key=value at column %d of \"%s\"",
-                              (int)(p - spec) + 1, spec);
-        int k;
-        for (k = 0; k < 3; k++)
-            if ((size_t)(eq - p) == 1 && *p == cost_names[k][0])
-                break;
-        if (k == 3)
-            return ps__seterr(pb->err, PS_ECONFIG,
-                              "memory: unknown key \"%.*s\" at column %d (known: f, b, w)",
-                              (int)(eq - p), p, (int)(p - spec) + 1);
-        char *num_end;
-        errno = 0;
-        double x = strtod(eq + 1, &num_end);
-        if (num_end == eq + 1 || num_end != end || errno)
-            return ps__seterr(pb->err, PS_ECONFIG, "memory: %s needs a number; got \"%.*s\"",
-                              cost_names[k], (int)(end - eq - 1), eq + 1);
-        v[k] = x;
-        p = *end ? end + 1 : end;
-    }
+    int set[3] = {0};
+    int rc = parse_spec(pb, "memory", spec, 3, v, set);
+    if (rc)
+        return rc;
     return ps_problem_set_memory(pb, v[0], v[1], v[2]);
 }
