@@ -426,20 +426,14 @@ static void export_trace(out *o, const ps_schedule *s, const ps_sim *sim, double
             if (c <= 0)
                 continue;
             /* Transfers that leave this rank, on its communication track. */
-            for (int part = 0; part < 2; part++) {
-                int32_t stage = part && a->kind == PS_FB ? a->bstage : a->stage;
-                int32_t mb = part && a->kind == PS_FB ? a->bmb : a->mb;
-                int fwd = part == 0 && (a->kind == PS_F || a->kind == PS_FB);
-                int bwd = (part == 1 && a->kind == PS_FB) ||
-                          (part == 0 && (a->kind == PS_I || a->kind == PS_B));
-                if (!fwd && !bwd)
-                    continue;
-                size_t at = (size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage;
-                int32_t peer = fwd ? s->path_next[at] : s->path_prev[at];
+            int dir[2];
+            int32_t stage[2], mb[2];
+            for (int k = 0, n = ps__action_outputs(a, dir, stage, mb); k < n; k++) {
+                int32_t peer = ps__path_peer(s, dir[k], stage[k], mb[k]);
                 if (peer < 0 || s->stage_rank[peer] == r)
                     continue;
-                snprintf(name, sizeof name, "%d%s%d -> rank %d", stage, fwd ? "SEND_F" : "SEND_B",
-                         mb, s->stage_rank[peer]);
+                snprintf(name, sizeof name, "%d%s%d -> rank %d", stage[k],
+                         dir[k] == 0 ? "SEND_F" : "SEND_B", mb[k], s->stage_rank[peer]);
                 trace_event(o, &first, name, "communication", r, 1, en[i], c);
             }
         }

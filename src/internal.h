@@ -141,6 +141,40 @@ static inline int32_t ps__path_of(const ps_schedule *s, int32_t mb)
     return s->mb_path ? (int32_t)s->mb_path[mb] : 0;
 }
 
+/* The stage after (dir 0) or before (dir 1) stage on mb's path; -1 at either end. */
+static inline int32_t ps__path_peer(const ps_schedule *s, int dir, int32_t stage, int32_t mb)
+{
+    size_t at = (size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage;
+    return dir == 0 ? s->path_next[at] : s->path_prev[at];
+}
+
+/* 1 when mb's path passes through stage. */
+static inline int ps__on_path(const ps_schedule *s, int32_t stage, int32_t mb)
+{
+    return s->path_pos[(size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage] >= 0;
+}
+
+/*
+ * The results action a hands on: for each, dir (0 = forward output to the next stage, 1 =
+ * input gradient to the previous one), stage and micro-batch. Returns how many (0, 1, or 2
+ * for a fused pair).
+ */
+static inline int ps__action_outputs(const ps_action *a, int dir[2], int32_t stage[2],
+                                     int32_t mb[2])
+{
+    int n = 0;
+    if (a->kind == PS_F || a->kind == PS_FB) {
+        dir[n] = 0, stage[n] = a->stage, mb[n++] = a->mb;
+    }
+    if (a->kind == PS_I || a->kind == PS_B) {
+        dir[n] = 1, stage[n] = a->stage, mb[n++] = a->mb;
+    }
+    if (a->kind == PS_FB) {
+        dir[n] = 1, stage[n] = a->bstage, mb[n++] = a->bmb;
+    }
+    return n;
+}
+
 static inline void ps__emit(ps_schedule *s, int32_t rank, int kind, int32_t stage, int32_t mb)
 {
     ps_action *a = &s->acts[s->off[rank] + s->len[rank]++];

@@ -32,9 +32,7 @@ static int lower_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t 
 {
     lower_ctx *c = ud;
     ps_schedule *s = c->s;
-    int32_t k = ps__path_of(s, mb);
-    size_t at = (size_t)k * (size_t)s->nstages + (size_t)stage;
-    int32_t peer = dir == 0 ? s->path_next[at] : s->path_prev[at];
+    int32_t peer = ps__path_peer(s, dir, stage, mb);
     ps_action snd = {0}, rcv = {0};
     snd.kind = dir == 0 ? PS_SEND_F : PS_SEND_B;
     snd.stage = stage;
@@ -52,13 +50,12 @@ static int lower_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t 
 static const ps__engine_ops lower_ops = {lower_issue, lower_transfer, NULL};
 
 /* Adds to cap[] the SEND on the producer's rank and the RECV on the consumer's. */
-static void count_edge(const ps_schedule *s, int64_t *cap, int32_t r, int fwd, int32_t stage,
+static void count_edge(const ps_schedule *s, int64_t *cap, int32_t r, int dir, int32_t stage,
                        int32_t mb)
 {
     if (stage < 0 || stage >= s->nstages || mb < 0 || mb >= s->m)
         return;
-    size_t at = (size_t)ps__path_of(s, mb) * (size_t)s->nstages + (size_t)stage;
-    int32_t peer = fwd ? s->path_next[at] : s->path_prev[at];
+    int32_t peer = ps__path_peer(s, dir, stage, mb);
     if (peer >= 0 && s->stage_rank[peer] != r) {
         cap[r]++;
         cap[s->stage_rank[peer]]++;
@@ -84,12 +81,10 @@ int ps_schedule_lower(ps_schedule *s)
         const ps_action *a = s->acts + s->off[r];
         cap[r] += s->len[r];
         for (int64_t i = 0; i < s->len[r]; i++) {
-            if (a[i].kind == PS_F || a[i].kind == PS_FB)
-                count_edge(s, cap, r, 1, a[i].stage, a[i].mb);
-            if (a[i].kind == PS_I || a[i].kind == PS_B)
-                count_edge(s, cap, r, 0, a[i].stage, a[i].mb);
-            if (a[i].kind == PS_FB)
-                count_edge(s, cap, r, 0, a[i].bstage, a[i].bmb);
+            int dir[2];
+            int32_t stage[2], mb[2];
+            for (int k = ps__action_outputs(&a[i], dir, stage, mb); k-- > 0;)
+                count_edge(s, cap, r, dir[k], stage[k], mb[k]);
         }
     }
     int64_t total = 0;

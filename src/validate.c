@@ -163,8 +163,7 @@ static int check_static(ps_schedule *s, uint8_t *cnt)
             uint8_t c = cnt[ps__sm(m, stage, j)];
             if (c == OK_B || c == OK_IW)
                 continue;
-            if (s->mb_path &&
-                s->path_pos[(size_t)s->mb_path[j] * (size_t)s->nstages + (size_t)stage] < 0)
+            if (!ps__on_path(s, stage, j))
                 continue;
             bad_count(s, j, stage, c, &nerr);
         }
@@ -222,8 +221,7 @@ static int complete(const ps_schedule *s, const ps__flag *st)
         for (int32_t j = 0; j < s->m; j++) {
             if ((f[j] & all) == all)
                 continue;
-            if (s->mb_path &&
-                s->path_pos[(size_t)s->mb_path[j] * (size_t)s->nstages + (size_t)stage] < 0)
+            if (!ps__on_path(s, stage, j))
                 continue;
             return 0;
         }
