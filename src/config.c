@@ -757,41 +757,24 @@ static void triple(const cJSON *it, double *f, double *b, double *w)
     *w = cJSON_GetObjectItemCaseSensitive(it, "w")->valuedouble;
 }
 
-static int apply_stage_costs(ps_problem *pb, const staged *st)
+/* Copies a checked array of {"f","b","w"} entries and hands it to set (the per-stage costs
+ * or memory setter); key names it in the out-of-memory message. */
+static int apply_stage_array(ps_problem *pb, const cJSON *arr, size_t n, const char *key,
+                             int (*set)(ps_problem *, const ps_fbw *, size_t))
 {
-    ps_stage_cost *tmp = NULL;
-    if (st->n_stages) {
-        tmp = ps__alloc(&pb->al, st->n_stages, sizeof *tmp);
+    ps_fbw *tmp = NULL;
+    if (n) {
+        tmp = ps__alloc(&pb->al, n, sizeof *tmp);
         if (!tmp)
-            return ps__seterr(pb->err, PS_ENOMEM, "$.stage_costs: out of memory for %zu entries",
-                              st->n_stages);
+            return ps__seterr(pb->err, PS_ENOMEM, "$.%s: out of memory for %zu entries", key, n);
         size_t i = 0;
-        for (const cJSON *it = st->stages->child; it; it = it->next, i++)
+        for (const cJSON *it = arr->child; it; it = it->next, i++)
             triple(it, &tmp[i].f, &tmp[i].b, &tmp[i].w);
     }
-    int rc = ps_problem_set_stage_costs(pb, tmp, st->n_stages);
-    ps__free(&pb->al, tmp, st->n_stages, sizeof *tmp);
+    int rc = set(pb, tmp, n);
+    ps__free(&pb->al, tmp, n, sizeof *tmp);
     if (rc == PS_ENOMEM)
-        ps__seterr(pb->err, rc, "$.stage_costs: out of memory for %zu entries", st->n_stages);
-    return rc;
-}
-
-static int apply_stage_memory(ps_problem *pb, const staged *st)
-{
-    ps_stage_mem *tmp = NULL;
-    if (st->n_mem_stages) {
-        tmp = ps__alloc(&pb->al, st->n_mem_stages, sizeof *tmp);
-        if (!tmp)
-            return ps__seterr(pb->err, PS_ENOMEM, "$.stage_memory: out of memory for %zu entries",
-                              st->n_mem_stages);
-        size_t i = 0;
-        for (const cJSON *it = st->mem_stages->child; it; it = it->next, i++)
-            triple(it, &tmp[i].f, &tmp[i].b, &tmp[i].w);
-    }
-    int rc = ps_problem_set_stage_memory(pb, tmp, st->n_mem_stages);
-    ps__free(&pb->al, tmp, st->n_mem_stages, sizeof *tmp);
-    if (rc == PS_ENOMEM)
-        ps__seterr(pb->err, rc, "$.stage_memory: out of memory for %zu entries", st->n_mem_stages);
+        ps__seterr(pb->err, rc, "$.%s: out of memory for %zu entries", key, n);
     return rc;
 }
 
@@ -836,9 +819,11 @@ static int apply(ps_problem *pb, const staged *st)
     }
     int rc = 0;
     if (st->stages)
-        rc = apply_stage_costs(pb, st);
+        rc = apply_stage_array(pb, st->stages, st->n_stages, "stage_costs",
+                               ps_problem_set_stage_costs);
     if (!rc && st->mem_stages)
-        rc = apply_stage_memory(pb, st);
+        rc = apply_stage_array(pb, st->mem_stages, st->n_mem_stages, "stage_memory",
+                               ps_problem_set_stage_memory);
     if (!rc)
         rc = apply_scalars(pb, st);
     if (rc) {

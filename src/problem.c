@@ -146,6 +146,23 @@ double ps_problem_get_cost(const ps_problem *pb, ps_cost which)
     return pb->cost[which];
 }
 
+/* Replaces the per-stage array *dst (of *dn entries) by a copy of src; n == 0 clears it. On
+ * failure nothing changes. */
+static int replace_stages(ps_problem *pb, ps_fbw **dst, size_t *dn, const ps_fbw *src, size_t n)
+{
+    ps_fbw *copy = NULL;
+    if (n) {
+        copy = ps__alloc(&pb->al, n, sizeof *copy);
+        if (!copy)
+            return ps__seterr(pb->err, PS_ENOMEM, "out of memory");
+        memcpy(copy, src, n * sizeof *copy);
+    }
+    ps__free(&pb->al, *dst, *dn, sizeof **dst);
+    *dst = copy;
+    *dn = n;
+    return 0;
+}
+
 int ps_problem_set_stage_costs(ps_problem *pb, const ps_stage_cost *c, size_t n)
 {
     if (!pb || (n && !c))
@@ -161,17 +178,7 @@ int ps_problem_set_stage_costs(ps_problem *pb, const ps_stage_cost *c, size_t n)
                                   "stage_costs[%zu].%s must be finite and in [0, %g]; got %g", i,
                                   cost_names[k], PS_MAX_COST, v[k]);
     }
-    ps_stage_cost *copy = NULL;
-    if (n) {
-        copy = ps__alloc(&pb->al, n, sizeof *copy);
-        if (!copy)
-            return ps__seterr(pb->err, PS_ENOMEM, "out of memory");
-        memcpy(copy, c, n * sizeof *copy);
-    }
-    ps__free(&pb->al, pb->stage_costs, pb->n_stage_costs, sizeof *pb->stage_costs);
-    pb->stage_costs = copy;
-    pb->n_stage_costs = n;
-    return 0;
+    return replace_stages(pb, &pb->stage_costs, &pb->n_stage_costs, c, n);
 }
 
 size_t ps_problem_stage_costs(const ps_problem *pb, const ps_stage_cost **out)
@@ -290,17 +297,7 @@ int ps_problem_set_stage_memory(ps_problem *pb, const ps_stage_mem *m, size_t n)
         if (rc)
             return rc;
     }
-    ps_stage_mem *copy = NULL;
-    if (n) {
-        copy = ps__alloc(&pb->al, n, sizeof *copy);
-        if (!copy)
-            return ps__seterr(pb->err, PS_ENOMEM, "out of memory");
-        memcpy(copy, m, n * sizeof *copy);
-    }
-    ps__free(&pb->al, pb->stage_mem, pb->n_stage_mem, sizeof *pb->stage_mem);
-    pb->stage_mem = copy;
-    pb->n_stage_mem = n;
-    return 0;
+    return replace_stages(pb, &pb->stage_mem, &pb->n_stage_mem, m, n);
 }
 
 ps_stage_mem ps_problem_memory(const ps_problem *pb, int stage)

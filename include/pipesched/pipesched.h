@@ -153,9 +153,12 @@ typedef enum ps_cost {
     PS_COST_FB = 4 /* fused pair; negative = default (forward + backward part) */
 } ps_cost;
 
-typedef struct ps_stage_cost {
+/* Three per-stage values for F, I (b) and W: durations, or memory deltas. */
+typedef struct ps_fbw {
     double f, b, w;
-} ps_stage_cost;
+} ps_fbw;
+
+typedef ps_fbw ps_stage_cost;
 
 /* Creates a problem with the defaults above and schedule "1f1b". Caller frees with
  * ps_problem_free(). Returns 0, PS_EINVAL (out NULL) or PS_ENOMEM. */
@@ -200,9 +203,7 @@ PS_EXTERN int ps_problem_set_costs_string(ps_problem *pb, const char *spec);
  * mem_b, a W adds mem_w, a full B adds mem_b + mem_w; mem_f + mem_b + mem_w must be 0 (within
  * 1e-9 of the largest). Defaults 1, -0.5, -0.5 per chunk. Per-stage values replace them.
  */
-typedef struct ps_stage_mem {
-    double f, b, w;
-} ps_stage_mem;
+typedef ps_fbw ps_stage_mem;
 
 /* PS_ECONFIG when the three do not sum to 0 or are not finite / beyond PS_MAX_COST. */
 PS_EXTERN int ps_problem_set_memory(ps_problem *pb, double mem_f, double mem_b, double mem_w);
