@@ -44,50 +44,21 @@ int ps__interleaved_check(const ps__params *p, char *why)
     return 0;
 }
 
-int ps__interleaved_rounds_check(const ps__params *p, char *why)
+int ps__rounds_check(const ps__params *p, const char *family, char *why)
 {
-    int32_t rounds = p->m / p->p > 1 ? p->m / p->p : 1;
+    int32_t rounds = ps__rounds(p);
     if (p->m % rounds) {
         snprintf(why, PS__ERRLEN,
-                 "interleaved-rounds needs m to be a multiple of rounds = max(1, m // pp) = %d; "
-                 "got m=%d, pp=%d",
-                 rounds, p->m, p->p);
+                 "%s needs m to be a multiple of rounds = max(1, m // pp) = %d; got m=%d, pp=%d",
+                 family, rounds, p->m, p->p);
         return -1;
     }
     return 0;
 }
 
-/*
- * Walks Megatron's schedule table: micro-batches in groups of G (the last group takes the
- * remainder); within a group, chunk 0 of every member, then chunk 1, ... Incremental, so
- * that generation does no division per action.
- */
-typedef struct table_it {
-    int32_t m, v, G;
-    int32_t gstart, gsize, chunk, in;
-} table_it;
-
-static inline void it_init(table_it *t, int32_t m, int32_t v, int32_t G)
+int ps__interleaved_rounds_check(const ps__params *p, char *why)
 {
-    t->m = m;
-    t->v = v;
-    t->G = G;
-    t->gstart = 0;
-    t->gsize = G < m ? G : m;
-    t->chunk = 0;
-    t->in = 0;
-}
-
-static inline void it_next(table_it *t)
-{
-    if (++t->in < t->gsize)
-        return;
-    t->in = 0;
-    if (++t->chunk < t->v)
-        return;
-    t->chunk = 0;
-    t->gstart += t->gsize;
-    t->gsize = t->m - t->gstart < t->G ? t->m - t->gstart : t->G;
+    return ps__rounds_check(p, "interleaved-rounds", why);
 }
 
 /* Shared body: warm-up count per rank given by warm_base + factor (p-r-1). */
@@ -100,16 +71,16 @@ static void emit_interleaved(ps_schedule *s, const ps__params *p, int32_t G, int
         int64_t warm = warm_base + (int64_t)factor * (pp - r - 1);
         if (warm > total)
             warm = total;
-        table_it f, b;
-        it_init(&f, p->m, v, G);
-        it_init(&b, p->m, v, G);
-        for (int64_t k = 0; k < warm; k++, it_next(&f))
+        ps__table_it f, b;
+        ps__table_init(&f, p->m, v, G);
+        ps__table_init(&b, p->m, v, G);
+        for (int64_t k = 0; k < warm; k++, ps__table_next(&f))
             ps__emit(s, r, PS_F, f.chunk * pp + r, f.gstart + f.in);
-        for (int64_t k = 0; k + warm < total; k++, it_next(&f), it_next(&b)) {
+        for (int64_t k = 0; k + warm < total; k++, ps__table_next(&f), ps__table_next(&b)) {
             ps__emit(s, r, PS_F, f.chunk * pp + r, f.gstart + f.in);
             ps__emit(s, r, PS_B, (v - 1 - b.chunk) * pp + r, b.gstart + b.in);
         }
-        for (int64_t k = total - warm; k < total; k++, it_next(&b))
+        for (int64_t k = total - warm; k < total; k++, ps__table_next(&b))
             ps__emit(s, r, PS_B, (v - 1 - b.chunk) * pp + r, b.gstart + b.in);
     }
 }
@@ -126,8 +97,7 @@ int ps__interleaved_generate(ps_schedule *s, const ps__params *p)
 
 int ps__interleaved_rounds_generate(ps_schedule *s, const ps__params *p)
 {
-    int32_t rounds = p->m / p->p > 1 ? p->m / p->p : 1;
-    int32_t mpr = p->m / rounds;
+    int32_t mpr = p->m / ps__rounds(p);
     emit_interleaved(s, p, mpr, 2, (int64_t)(p->v - 1) * mpr);
     return 0;
 }

@@ -25,6 +25,50 @@ PS__FAMILY_DECL(v_half)
 PS__FAMILY_DECL(v_min)
 PS__FAMILY_DECL(zb_auto)
 
+/*
+ * Walks Megatron's schedule table (interleaved.c, and PyTorch's rules in interleaved-rounds and
+ * interleaved-zb with G = m / rounds): micro-batches in groups of G (the last group takes the
+ * remainder); within a group, chunk 0 of every member, then chunk 1, ... The current entry is
+ * (micro-batch gstart + in, chunk). Incremental, so that generation does no division per
+ * action.
+ */
+typedef struct ps__table_it {
+    int32_t m, v, G;
+    int32_t gstart, gsize, chunk, in;
+} ps__table_it;
+
+static inline void ps__table_init(ps__table_it *t, int32_t m, int32_t v, int32_t G)
+{
+    t->m = m;
+    t->v = v;
+    t->G = G;
+    t->gstart = 0;
+    t->gsize = G < m ? G : m;
+    t->chunk = 0;
+    t->in = 0;
+}
+
+static inline void ps__table_next(ps__table_it *t)
+{
+    if (++t->in < t->gsize)
+        return;
+    t->in = 0;
+    if (++t->chunk < t->v)
+        return;
+    t->chunk = 0;
+    t->gstart += t->gsize;
+    t->gsize = t->m - t->gstart < t->G ? t->m - t->gstart : t->G;
+}
+
+/* PyTorch's rounds = max(1, m // p) (interleaved-rounds, interleaved-zb). */
+static inline int32_t ps__rounds(const ps__params *p)
+{
+    return p->m / p->p > 1 ? p->m / p->p : 1;
+}
+
+/* Their shared constraint, m a multiple of rounds, with the reason in why (interleaved.c). */
+int ps__rounds_check(const ps__params *p, const char *family, char *why);
+
 /* Shared by zb-h1 (c = 1) and zb-h2 (c = 2): see zb_h1.c. */
 void ps__zb_h_emit(ps_schedule *s, const ps__params *p, int32_t c);
 
