@@ -125,39 +125,20 @@ static int check_static(ps_schedule *s, uint8_t *cnt)
 {
     int nerr = 0;
     size_t m = (size_t)s->m;
-    const refs f = {s->stage_rank, s->path_pos, s->mb_path, (uint32_t)s->nstages, (uint32_t)s->m};
     for (int32_t r = 0; r < s->pp; r++) {
         const ps_action *a = s->acts + s->off[r];
-        const int64_t n = s->len[r];
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = 0; i < s->len[r]; i++) {
             const ps_action *x = &a[i];
-            if (x->kind > PS_FB) {
-                char name[96];
-                ps__action_str(x, name, sizeof name);
-                if (++nerr <= MAX_LISTED)
-                    ps__adderr(s->err, "\n  rank %d, step %lld: %s is not a compute action", r,
-                               (long long)i, name);
-                continue;
-            }
-            int ok = ref_ok(&f, r, x->stage, x->mb);
-            if (!ok)
-                bad_ref(s, r, i, x, x->stage, x->mb, &nerr);
             if (x->kind == PS_FB) {
-                int bok = ref_ok(&f, r, x->bstage, x->bmb);
-                if (!bok)
-                    bad_ref(s, r, i, x, x->bstage, x->bmb, &nerr);
-                if (ok && bok) {
-                    count(&cnt[ps__sm(m, x->stage, x->mb)], SH_F);
-                    count(&cnt[ps__sm(m, x->bstage, x->bmb)], shift_of(x->bkind));
-                }
-                continue;
-            }
-            if (ok)
+                count(&cnt[ps__sm(m, x->stage, x->mb)], SH_F);
+                count(&cnt[ps__sm(m, x->bstage, x->bmb)], shift_of(x->bkind));
+            } else {
                 count(&cnt[ps__sm(m, x->stage, x->mb)], shift_of(x->kind));
+            }
         }
     }
     /* Every micro-batch through every stage of its path exactly once each way; off-path
-     * references were refused above, so their bytes stay 0. */
+     * references were refused by check_refs, so their bytes stay 0. */
     for (int32_t j = 0; j < s->m; j++) {
         for (int32_t stage = 0; stage < s->nstages; stage++) {
             uint8_t c = cnt[ps__sm(m, stage, j)];
