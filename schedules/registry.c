@@ -177,6 +177,10 @@ int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
                           "group_size applies to the interleaved family only; %s has no group "
                           "size to set",
                           f->name);
+    if ((pb->extra_warmup >= 0 || pb->split_bwd) && strcmp(f->name, "adaptive") != 0)
+        return ps__seterr(s->err, PS_EUNSUPPORTED,
+                          "%s applies to the adaptive family only; %s has no such option",
+                          pb->extra_warmup >= 0 ? "extra_warmup" : "split_backward", f->name);
     if (pb->n_stage_mem && pb->n_stage_mem != (size_t)nstages)
         return ps__seterr(s->err, PS_ECONFIG,
                           "stage_memory has %zu entr%s but %s with pp=%lld, vpp=%lld has %lld "
@@ -193,6 +197,8 @@ int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
     p.v = (int32_t)v;
     p.m = (int32_t)pb->m;
     p.group = (int32_t)(pb->group ? pb->group : pb->pp);
+    p.delta = (int32_t)(pb->extra_warmup >= 0 ? pb->extra_warmup : 1);
+    p.split = pb->split_bwd;
     p.pb = pb;
     if (f->check(&p, s->err))
         return PS_EUNSUPPORTED;

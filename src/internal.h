@@ -56,7 +56,16 @@ struct ps_problem {
     ps_stage_mem mem;        /* uniform memory model */
     ps_stage_mem *stage_mem; /* per-stage memory model, n_stage_mem entries */
     size_t n_stage_mem;
-    double mem_limit; /* 0 = none */
+    double mem_limit;       /* 0 = none */
+    long long extra_warmup; /* adaptive delta; -1 = default (1) */
+    int split_bwd;          /* adaptive --split-backward */
+    /* MoE model (has_moe), its layers per model stage (optional) and the all-to-all estimate
+     * it was derived with (has_a2a). */
+    int has_moe, has_a2a;
+    ps_moe_model moe;
+    int32_t *stage_layers;
+    size_t n_stage_layers;
+    ps_a2a_info a2a;
     char err[PS__ERRLEN];
 };
 
@@ -204,6 +213,8 @@ static inline void ps__emit_fb(ps_schedule *s, int32_t rank, int32_t fstage, int
 
 typedef struct ps__params {
     int32_t p, v, m, group; /* group already defaulted (0 when not used) */
+    int32_t delta;          /* adaptive: extra warm-up forwards (defaulted to 1) */
+    int32_t split;          /* adaptive: split backward in the cool-down */
     const ps_problem *pb;
 } ps__params;
 

@@ -33,6 +33,7 @@ int ps_problem_new(ps_problem **out, const ps_allocator *alloc)
     pb->mem.f = 1.0;
     pb->mem.b = -0.5;
     pb->mem.w = -0.5;
+    pb->extra_warmup = -1;
     *out = pb;
     return 0;
 }
@@ -44,6 +45,7 @@ void ps_problem_free(ps_problem *pb)
     ps_allocator a = pb->al;
     ps__free(&a, pb->stage_costs, pb->n_stage_costs, sizeof *pb->stage_costs);
     ps__free(&a, pb->stage_mem, pb->n_stage_mem, sizeof *pb->stage_mem);
+    ps__free(&a, pb->stage_layers, pb->n_stage_layers, sizeof *pb->stage_layers);
     ps__free(&a, pb, 1, sizeof *pb);
 }
 
@@ -99,6 +101,18 @@ int ps_problem_set_int(ps_problem *pb, ps_param which, long long v)
                               PS_MAX_MICROBATCHES, v);
         pb->group = v;
         return 0;
+    case PS_PARAM_EXTRA_WARMUP:
+        if (v < -1 || v > PS_MAX_MICROBATCHES)
+            return ps__seterr(pb->err, PS_ERANGE,
+                              "extra_warmup must be in [0, %d] (-1 = the default 1); got %lld",
+                              PS_MAX_MICROBATCHES, v);
+        pb->extra_warmup = v;
+        return 0;
+    case PS_PARAM_SPLIT_BACKWARD:
+        if (v != 0 && v != 1)
+            return ps__seterr(pb->err, PS_ERANGE, "split_backward must be 0 or 1; got %lld", v);
+        pb->split_bwd = (int)v;
+        return 0;
     }
     return ps__seterr(pb->err, PS_EINVAL, "unknown parameter %d", (int)which);
 }
@@ -116,6 +130,10 @@ long long ps_problem_get_int(const ps_problem *pb, ps_param which)
         return pb->m;
     case PS_PARAM_GROUP_SIZE:
         return pb->group;
+    case PS_PARAM_EXTRA_WARMUP:
+        return pb->extra_warmup;
+    case PS_PARAM_SPLIT_BACKWARD:
+        return pb->split_bwd;
     }
     return 0;
 }
@@ -336,4 +354,110 @@ int ps_problem_set_memory_string(ps_problem *pb, const char *spec)
     if (rc)
         return rc;
     return ps_problem_set_memory(pb, v[0], v[1], v[2]);
+}
+
+/* ---- MoE model ------------------------------------------------------------------------------ */
+
+int ps_problem_set_moe(ps_problem *pb, const ps_moe_model *m)
+{
+    if (!pb)
+        return PS_EINVAL;
+    if (!m) {
+        pb->has_moe = pb->has_a2a = 0;
+        return 0;
+    }
+    if (m->layers < 1 || m->layers > PS_MAX_LAYERS)
+        return ps__seterr(pb->err, PS_ERANGE, "moe: layers must be in [1, %d]; got %d",
+                          PS_MAX_LAYERS, (int)m->layers);
+    if (m->dense_layers < 0 || m->dense_layers > m->layers)
+        return ps__seterr(pb->err, PS_ERANGE,
+                          "moe: dense_layers must be in [0, layers = %d]; got %d", (int)m->layers,
+                          (int)m->dense_layers);
+    for (int k = 0; k < PS_OP_LAYER_COUNT; k++) {
+        const double v[2] = {m->moe.t[k], m->dense.t[k]};
+        for (int d = 0; d < 2; d++)
+            if (!isfinite(v[d]) || v[d] < 0 || v[d] > PS_MAX_COST)
+                return ps__seterr(pb->err, PS_ERANGE,
+                                  "moe: %s.%s must be finite and in [0, %g]; got %g",
+                                  d ? "dense_layer" : "layer", ps_op_name(k), PS_MAX_COST, v[d]);
+        if (ps_op_is_comm(k) && m->dense.t[k] > 0)
+            return ps__seterr(pb->err, PS_ECONFIG,
+                              "moe: a dense layer has no all-to-all; dense_layer.%s must be 0, "
+                              "got %g",
+                              ps_op_name(k), m->dense.t[k]);
+    }
+    if (!isfinite(m->p2p) || m->p2p < 0 || m->p2p > PS_MAX_COST)
+        return ps__seterr(pb->err, PS_ERANGE, "moe: p2p must be finite and in [0, %g]; got %g",
+                          PS_MAX_COST, m->p2p);
+    if (!isfinite(m->slowdown) || m->slowdown < 0 || m->slowdown > 100)
+        return ps__seterr(pb->err, PS_ERANGE,
+                          "moe: slowdown must be finite and in [0, 100]; got %g", m->slowdown);
+    if (m->planner < PS_PLANNER_ADAPTIVE || m->planner > PS_PLANNER_SERIAL)
+        return ps__seterr(pb->err, PS_ERANGE, "moe: unknown planner %d", (int)m->planner);
+    pb->moe = *m;
+    pb->has_moe = 1;
+    pb->has_a2a = 0;
+    return 0;
+}
+
+int ps_problem_get_moe(const ps_problem *pb, ps_moe_model *out)
+{
+    if (!pb || !out)
+        return PS_EINVAL;
+    if (!pb->has_moe)
+        return PS_ENOTFOUND;
+    *out = pb->moe;
+    return 0;
+}
+
+int ps_problem_set_stage_layers(ps_problem *pb, const int32_t *layers, size_t n)
+{
+    if (!pb || (n && !layers))
+        return PS_EINVAL;
+    if (n > PS_MAX_STAGES)
+        return ps__seterr(pb->err, PS_ERANGE, "stage_layers has %zu entries; the limit is %d", n,
+                          PS_MAX_STAGES);
+    for (size_t i = 0; i < n; i++)
+        if (layers[i] < 0 || layers[i] > PS_MAX_LAYERS)
+            return ps__seterr(pb->err, PS_ERANGE, "stage_layers[%zu] must be in [0, %d]; got %d", i,
+                              PS_MAX_LAYERS, (int)layers[i]);
+    int32_t *copy = NULL;
+    if (n) {
+        copy = ps__alloc(&pb->al, n, sizeof *copy);
+        if (!copy)
+            return ps__seterr(pb->err, PS_ENOMEM, "out of memory");
+        memcpy(copy, layers, n * sizeof *copy);
+    }
+    ps__free(&pb->al, pb->stage_layers, pb->n_stage_layers, sizeof *pb->stage_layers);
+    pb->stage_layers = copy;
+    pb->n_stage_layers = n;
+    return 0;
+}
+
+int ps_problem_set_moe_dims(ps_problem *pb, const ps_model_dims *model, const ps_cluster *cluster,
+                            int a2a)
+{
+    if (!pb || !model || !cluster)
+        return PS_EINVAL;
+    ps_moe_model m;
+    ps_a2a_info info;
+    int rc = ps_moe_derive(model, cluster, a2a, &m, &info, pb->err, PS__ERRLEN);
+    if (rc)
+        return rc;
+    rc = ps_problem_set_moe(pb, &m);
+    if (rc)
+        return rc;
+    pb->a2a = info;
+    pb->has_a2a = 1;
+    return 0;
+}
+
+int ps_problem_a2a_info(const ps_problem *pb, ps_a2a_info *out)
+{
+    if (!pb || !out)
+        return PS_EINVAL;
+    if (!pb->has_moe || !pb->has_a2a)
+        return PS_ENOTFOUND;
+    *out = pb->a2a;
+    return 0;
 }

@@ -72,6 +72,7 @@ PS_EXTERN const char *ps_err_name(int err);
 #define PS_MAX_MICROBATCHES 1048576 /* micro-batches per iteration */
 #define PS_MAX_ACTIONS 100000000LL  /* compute actions in one schedule (~3.6 GB simulated) */
 #define PS_MAX_COST 1e12            /* largest accepted duration, in cost units */
+#define PS_MAX_LAYERS 65536         /* transformer layers of a MoE model */
 
 /* ---------------------------------------------------------------------------------------------
  * Memory. Every handle takes an optional allocator (NULL = realloc/free). The function
@@ -141,8 +142,10 @@ typedef struct ps_problem ps_problem;
 typedef enum ps_param {
     PS_PARAM_PP = 0,  /* pipeline ranks p (default 4) */
     PS_PARAM_VPP = 1, /* chunks per rank v (default 0 = the family default: 1, or 2 for V) */
-    PS_PARAM_MICROBATCHES = 2, /* micro-batches m (default 8) */
-    PS_PARAM_GROUP_SIZE = 3    /* interleaved micro-batch group size G (0 = default p) */
+    PS_PARAM_MICROBATCHES = 2,  /* micro-batches m (default 8) */
+    PS_PARAM_GROUP_SIZE = 3,    /* interleaved micro-batch group size G (0 = default p) */
+    PS_PARAM_EXTRA_WARMUP = 4,  /* adaptive: extra warm-up forwards delta (-1 = default 1) */
+    PS_PARAM_SPLIT_BACKWARD = 5 /* adaptive: 1 = I/W split in the cool-down, Ws fill bubbles */
 } ps_param;
 
 typedef enum ps_cost {
@@ -343,6 +346,191 @@ PS_EXTERN const double *ps_sim_starts(const ps_sim *sim, int rank);
 PS_EXTERN const double *ps_sim_ends(const ps_sim *sim, int rank);
 /* Duration under pb's costs of action a on a schedule with the given stage count. */
 PS_EXTERN double ps_sim_duration(const ps_sim *sim, const ps_action *a);
+
+/* ---------------------------------------------------------------------------------------------
+ * MoE layer model and the communication-overlap planner.
+ *
+ * A MoE layer is a chain of sub-operations on two streams of a device, compute and
+ * communication (all-to-all). When a problem carries a MoE model, the simulator takes the
+ * durations of F, I, W, B and fused FB actions from the planner instead of the f/b/w costs.
+ */
+typedef enum ps_op {
+    /* forward of one layer */
+    PS_OP_ATTN = 0,     /* attention, norm, router, permute (compute) */
+    PS_OP_DISPATCH = 1, /* all-to-all to the experts (communication); needs ATTN */
+    PS_OP_MLP = 2,      /* routed experts, or the FFN of a dense layer (compute); needs DISPATCH */
+    PS_OP_SHARED = 3,   /* shared expert (compute); needs ATTN only */
+    PS_OP_COMBINE = 4,  /* all-to-all back (communication); needs MLP */
+    /* backward, input gradients */
+    PS_OP_COMBINE_B = 5,  /* all-to-all of the output gradient (communication) */
+    PS_OP_SHARED_DX = 6,  /* shared expert dX (compute); needs the layer's output gradient */
+    PS_OP_MLP_DX = 7,     /* expert dX (compute); needs COMBINE_B (and REDISPATCH) */
+    PS_OP_DISPATCH_B = 8, /* all-to-all back to the tokens (communication); needs MLP_DX */
+    PS_OP_ATTN_DX = 9,    /* attention dX (compute); needs DISPATCH_B and SHARED_DX */
+    /* backward, weight gradients (deferrable; a split backward leaves them to its W) */
+    PS_OP_MLP_DW = 10,    /* needs MLP_DX */
+    PS_OP_SHARED_DW = 11, /* needs SHARED_DX */
+    PS_OP_ATTN_DW = 12,   /* needs ATTN_DX */
+    /* permute recomputation: the backward re-dispatches the expert input (communication) */
+    PS_OP_REDISPATCH = 13,
+    PS_OP_LAYER_COUNT = 14, /* the per-layer operations above */
+    PS_OP_P2P = 14,         /* pipeline send of a chunk's result (communication), per chunk */
+    PS_OP_COUNT = 15
+} ps_op;
+
+/* "attn", "dispatch", ..., "p2p"; NULL out of range. */
+PS_EXTERN const char *ps_op_name(int op);
+/* 1 for the operations that run on the communication stream. */
+PS_EXTERN int ps_op_is_comm(int op);
+
+/* Durations of one layer's sub-operations, indexed by ps_op (< PS_OP_LAYER_COUNT). */
+typedef struct ps_layer_cost {
+    double t[PS_OP_LAYER_COUNT];
+} ps_layer_cost;
+
+typedef enum ps_planner {
+    PS_PLANNER_ADAPTIVE = 0,  /* list scheduling + local search over both streams (default) */
+    PS_PLANNER_MINDSPEED = 1, /* MindSpeed's fixed fused order (reference 4.3) */
+    PS_PLANNER_MEGATRON = 2,  /* Megatron combined-1F1B fixed order */
+    PS_PLANNER_SERIAL = 3     /* no overlap: everything one after the other */
+} ps_planner;
+
+typedef struct ps_moe_model {
+    int32_t layers;       /* transformer layers of the model, split over the model stages */
+    int32_t dense_layers; /* the first dense_layers of them are dense */
+    ps_layer_cost moe;    /* one MoE layer */
+    ps_layer_cost dense;  /* one dense layer (its communication entries must be 0) */
+    double p2p;           /* send of a chunk's output / input gradient (0 = not modelled) */
+    double slowdown;      /* compute runs (1 + slowdown) times longer while communication runs */
+    int32_t planner;      /* ps_planner */
+} ps_moe_model;
+
+/* Installs a copy of m (NULL removes the model). PS_ECONFIG/PS_ERANGE name the bad field. */
+PS_EXTERN int ps_problem_set_moe(ps_problem *pb, const ps_moe_model *m);
+/* Copies the model into *out; PS_ENOTFOUND when pb has none. */
+PS_EXTERN int ps_problem_get_moe(const ps_problem *pb, ps_moe_model *out);
+/*
+ * Layers per model stage (n entries, summing to the model's layers; n == 0 clears: layers are
+ * then split as evenly as possible, the stages with fewer layers first). Copied.
+ */
+PS_EXTERN int ps_problem_set_stage_layers(ps_problem *pb, const int32_t *layers, size_t n);
+
+/* Model and cluster dimensions from which ps_moe_derive() computes the durations. */
+typedef struct ps_model_dims {
+    double hidden;         /* hidden size H */
+    double tokens;         /* tokens per micro-batch per device S */
+    double seq_len;        /* sequence length (attention scores), 0 = tokens */
+    double experts;        /* routed experts E */
+    double top_k;          /* experts per token k */
+    double expert_ffn;     /* expert FFN intermediate size */
+    double shared_experts; /* shared experts (0 = none) */
+    double shared_ffn;     /* shared expert FFN size (0 = expert_ffn) */
+    double dense_ffn;      /* FFN size of the dense layers */
+    double attn_flops;     /* forward GEMM FLOPs per token of attention (0 = 8 H^2) */
+    double heads_dim;      /* heads x (qk + v head dims) for the score FLOPs (0 = 2 H) */
+    double bytes;          /* bytes per element of the all-to-all payload (default 2) */
+    int32_t layers, dense_layers;
+    int32_t permute_recompute; /* 1: the backward re-dispatches (one more all-to-all) */
+} ps_model_dims;
+
+typedef struct ps_cluster {
+    double devices_per_node; /* G: EP ranks per node */
+    double nodes;            /* N: nodes in the EP group */
+    double bw_intra;         /* GB/s per device within a node */
+    double bw_inter;         /* GB/s per device across nodes */
+    double lat_intra;        /* microseconds per intra-node collective step */
+    double lat_inter;        /* microseconds per inter-node collective step */
+    double tflops;           /* peak TFLOP/s of one device */
+    double efficiency;       /* achieved fraction of the peak (0, 1] */
+    double slowdown;         /* compute slowdown while communication runs (0 on NPUs) */
+} ps_cluster;
+
+typedef enum ps_a2a {
+    PS_A2A_AUTO = 0, /* the cheaper of the two */
+    PS_A2A_FLAT = 1,
+    PS_A2A_HIERARCHICAL =
+        2 /* inter-node all-gather + intra-node all-to-all (reduce-scatter back) */
+} ps_a2a;
+
+/* The all-to-all estimate of one MoE layer's dispatch, per device. */
+typedef struct ps_a2a_info {
+    int32_t chosen;                /* PS_A2A_FLAT or PS_A2A_HIERARCHICAL */
+    double flat_inter, flat_intra; /* bytes sent across / within nodes, flat */
+    double hier_inter, hier_intra; /* the same, hierarchical */
+    double flat_time, hier_time;   /* milliseconds */
+} ps_a2a_info;
+
+/*
+ * Derives per-layer durations in milliseconds (FLOPs / (tflops x efficiency); backward dX and
+ * dW each cost one forward GEMM; attention scores have no dW) and the all-to-all times
+ * (volumes in DESIGN.md), choosing the algorithm as asked. Writes *out (planner ADAPTIVE,
+ * p2p 0) and, if info is not NULL, *info. PS_ECONFIG names a missing or bad dimension in
+ * err (PS__ERRLEN-sized buffer of at least 256 bytes, may be NULL).
+ */
+PS_EXTERN int ps_moe_derive(const ps_model_dims *model, const ps_cluster *cluster, int a2a,
+                            ps_moe_model *out, ps_a2a_info *info, char *err, size_t errlen);
+
+/* ps_moe_derive() then ps_problem_set_moe(); remembers *info for ps_problem_a2a_info(). */
+PS_EXTERN int ps_problem_set_moe_dims(ps_problem *pb, const ps_model_dims *model,
+                                      const ps_cluster *cluster, int a2a);
+/* The all-to-all estimate of the last ps_problem_set_moe_dims(); PS_ENOTFOUND when the model
+ * was given as durations (or there is none). */
+PS_EXTERN int ps_problem_a2a_info(const ps_problem *pb, ps_a2a_info *out);
+
+/* One planned step: the sub-operations of a forward chunk and/or a backward chunk. */
+typedef struct ps_plan ps_plan;
+
+typedef struct ps_plan_op {
+    uint8_t op;     /* ps_op */
+    uint8_t stream; /* 0 compute, 1 communication */
+    uint8_t part;   /* 0 the forward chunk, 1 the backward chunk */
+    uint8_t dense;  /* 1 when the layer is dense */
+    int32_t layer;  /* layer index within the model */
+    double start, end;
+} ps_plan_op;
+
+typedef struct ps_plan_stats {
+    double duration; /* end of the last operation (the step starts at 0) */
+    double compute;  /* sum of compute durations (stretched by the slowdown) */
+    double comm;     /* sum of all-to-all durations */
+    double exposed;  /* all-to-all time during which the compute stream is idle */
+    double overlap;  /* 1 - exposed / comm (1 when comm = 0) */
+    double p2p, p2p_exposed;
+} ps_plan_stats;
+
+PS_EXTERN int ps_plan_new(ps_plan **out, const ps_allocator *alloc);
+PS_EXTERN void ps_plan_free(ps_plan *pl);
+PS_EXTERN const char *ps_plan_last_error(const ps_plan *pl);
+/*
+ * Plans one step under pb's MoE model with planner method (ps_planner): the forward of model
+ * stage fstage (-1: none) and the backward of model stage bstage (-1: none), whose kind
+ * bkind is PS_B (with weight gradients), PS_I (without) or PS_W (the weight gradients
+ * alone). stages is the number of model stages the layers are split over. PS_ENOTFOUND when
+ * pb has no MoE model; PS_EINVAL on bad stages.
+ */
+PS_EXTERN int ps_plan_step(ps_plan *pl, const ps_problem *pb, int method, int stages, int fstage,
+                           int bkind, int bstage);
+PS_EXTERN int ps_plan_stats_get(const ps_plan *pl, ps_plan_stats *out);
+/* The planned operations in start order (borrowed until the next ps_plan_step). */
+PS_EXTERN size_t ps_plan_ops(const ps_plan *pl, const ps_plan_op **ops);
+
+/* Exposed communication of a simulation with a MoE model, summed over ranks, per phase. */
+typedef enum ps_phase {
+    PS_PHASE_WARMUP = 0,   /* a rank's actions before its first backward */
+    PS_PHASE_STEADY = 1,   /* from its first backward to its last forward */
+    PS_PHASE_COOLDOWN = 2, /* after its last forward */
+    PS_PHASE_ALL = 3,
+    PS_PHASE_COUNT = 4
+} ps_phase;
+
+typedef struct ps_comm_metrics {
+    double total[PS_PHASE_COUNT];   /* all-to-all time */
+    double exposed[PS_PHASE_COUNT]; /* of it, not hidden under compute */
+    double overlap[PS_PHASE_COUNT]; /* 1 - exposed / total (1 when total = 0) */
+} ps_comm_metrics;
+
+/* PS_ENOTFOUND when the simulated problem had no MoE model; PS_ESTATE without a timeline. */
+PS_EXTERN int ps_sim_comm(const ps_sim *sim, ps_comm_metrics *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Export. Output goes through a write callback (the library does no I/O); a non-zero return
