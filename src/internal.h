@@ -209,6 +209,22 @@ static inline void ps__emit_fb(ps_schedule *s, int32_t rank, int32_t fstage, int
     a->bmb = bmb;
 }
 
+/* ---- MoE model and planner (moe.c, plan.c) --------------------------------------------------- */
+
+/* The flat and hierarchical all-to-all volumes and times of one dispatch (no validation). */
+void ps__a2a_estimate(const ps_model_dims *md, const ps_cluster *cl, ps_a2a_info *out);
+/* Plans the forward of layers [fl0, fl0+fn) and/or the backward (bkind B, I or W) of layers
+ * [bl0, bl0+bn) (fn or bn 0: that part is absent). */
+int ps__plan_layers(ps_plan *pl, const ps_moe_model *m, int method, int32_t fl0, int32_t fn,
+                    int bkind, int32_t bl0, int32_t bn);
+const ps_plan_stats *ps__plan_stats(const ps_plan *pl);
+/* First layer and layer count of model stage `stage` of `stages` (checked stage_layers, or the
+ * even split with the shorter stages first). */
+void ps__stage_layer_range(const ps_problem *pb, int32_t stages, int32_t stage, int32_t *l0,
+                           int32_t *n);
+/* PS_ECONFIG (message in err) when pb's stage_layers do not fit `stages` model stages. */
+int ps__check_stage_layers(const ps_problem *pb, int32_t stages, char *err);
+
 /* ---- registry (schedules/registry.c) -------------------------------------------------------- */
 
 typedef struct ps__params {

@@ -10,7 +10,13 @@
 
 #include <string.h>
 
-#define PER_RANK 7 /* 8-byte per-rank values: rfree, busy, mem, mpeak, act, peak, cur */
+#define PER_RANK 7      /* 8-byte per-rank values: rfree, busy, mem, mpeak, act, peak, cur */
+#define MAX_CLASSES 256 /* distinct layer compositions of the stages of a MoE model */
+
+/* A planned action: its duration and its all-to-all time, total and exposed. */
+typedef struct moe_cost {
+    double dur, total, exposed;
+} moe_cost;
 
 struct ps_sim {
     ps_allocator al;
@@ -38,6 +44,17 @@ struct ps_sim {
     int64_t *act, *peak, *cur;
     int32_t cap_pp;
     ps_metrics met;
+    /* MoE mode (moe set): durations from the overlap planner. Stages with the same layer
+     * composition share a class; cls holds per class the plans of F, I, W and B, fb per
+     * (forward class, backward class, backward kind B/I) the fused pairs that occur. */
+    int moe;
+    int32_t nclass;
+    int32_t *stage_class;
+    size_t cap_class_stages;
+    struct moe_cost *cls, *fb;
+    size_t ncls, nfb;
+    ps_plan *plan;
+    ps_comm_metrics comm;
     uint64_t version; /* of the schedule when it was simulated */
     int have;
     char err[PS__ERRLEN];
@@ -68,6 +85,15 @@ static void free_buffers(ps_sim *sim)
     ps__free(a, sim->rfree, (size_t)sim->cap_pp * PER_RANK, 8);
     ps__free(a, sim->sc, sim->nsc, sizeof *sim->sc);
     ps__free(a, sim->smem, sim->nsmem, sizeof *sim->smem);
+    ps__free(a, sim->stage_class, sim->cap_class_stages, sizeof *sim->stage_class);
+    ps__free(a, sim->cls, sim->ncls, sizeof *sim->cls);
+    ps__free(a, sim->fb, sim->nfb, sizeof *sim->fb);
+    ps_plan_free(sim->plan);
+    sim->plan = NULL;
+    sim->stage_class = NULL;
+    sim->cls = sim->fb = NULL;
+    sim->ncls = sim->nfb = sim->cap_class_stages = 0;
+    sim->moe = 0;
     sim->smem = NULL;
     sim->nsmem = 0;
     sim->start = sim->end = sim->tf = sim->tg = sim->rfree = sim->busy = NULL;
@@ -144,8 +170,34 @@ static int reserve(ps_sim *sim, const ps_schedule *s)
     return 0;
 }
 
+static int current(const ps_sim *sim);
+
+/* The planned costs of action a in MoE mode. */
+static const moe_cost *moe_of(const ps_sim *sim, const ps_action *a)
+{
+    static const moe_cost none = {0, 0, 0};
+    const int32_t *c = sim->stage_class;
+    switch (a->kind) {
+    case PS_F:
+        return &sim->cls[(size_t)c[a->stage] * 4 + 0];
+    case PS_I:
+        return &sim->cls[(size_t)c[a->stage] * 4 + 1];
+    case PS_W:
+        return &sim->cls[(size_t)c[a->stage] * 4 + 2];
+    case PS_B:
+        return &sim->cls[(size_t)c[a->stage] * 4 + 3];
+    case PS_FB:
+        return &sim->fb[((size_t)c[a->stage] * (size_t)sim->nclass + (size_t)c[a->bstage]) * 2 +
+                        (a->bkind == PS_B ? 0 : 1)];
+    default:
+        return &none;
+    }
+}
+
 static double duration(const ps_sim *sim, const ps_action *a)
 {
+    if (sim->moe)
+        return moe_of(sim, a)->dur;
     if (!sim->sc) {
         /* A fused pair whose backward part is an I leaves its W for later. */
         if (a->kind == PS_FB && a->bkind == PS_I && sim->cost[PS_COST_FB] < 0)
@@ -177,8 +229,9 @@ double ps_sim_duration(const ps_sim *sim, const ps_action *a)
 {
     if (!sim || !a || a->kind >= PS_KIND_COUNT)
         return 0.0;
-    if (sim->sc && (!sim->s || a->stage < 0 || a->stage >= sim->s->nstages ||
-                    (a->kind == PS_FB && (a->bstage < 0 || a->bstage >= sim->s->nstages))))
+    if ((sim->sc || sim->moe) &&
+        (!sim->s || a->stage < 0 || a->stage >= sim->s->nstages ||
+         (a->kind == PS_FB && (a->bstage < 0 || a->bstage >= sim->s->nstages))))
         return 0.0;
     return duration(sim, a);
 }
@@ -194,7 +247,7 @@ static inline double arrival(const ps_sim *sim, const double *t, int32_t r, int3
 
 static inline double fast_duration(const ps_sim *sim, const ps_action *a)
 {
-    if (sim->sc || (a->kind == PS_FB && a->bkind == PS_I))
+    if (sim->sc || sim->moe || (a->kind == PS_FB && a->bkind == PS_I))
         return duration(sim, a);
     return sim->dur[a->kind];
 }
@@ -398,6 +451,155 @@ static void compute_metrics(ps_sim *sim, const ps_schedule *s)
     sim->met.pp = s->pp;
 }
 
+/* Plans method's action (forward layers fl0/fn, backward bl0/bn of kind bkind) into *out. */
+static int plan_into(ps_sim *sim, const ps_moe_model *m, int32_t fl0, int32_t fn, int bkind,
+                     int32_t bl0, int32_t bn, moe_cost *out)
+{
+    int rc = ps__plan_layers(sim->plan, m, m->planner, fl0, fn, bkind, bl0, bn);
+    if (rc)
+        return ps__seterr(sim->err, rc, "overlap planner: %s", ps_plan_last_error(sim->plan));
+    const ps_plan_stats *st = ps__plan_stats(sim->plan);
+    out->dur = st->duration;
+    out->total = st->comm;
+    out->exposed = st->exposed;
+    return 0;
+}
+
+/*
+ * MoE mode: classes of stages by layer composition (dense layers come first in the model, so
+ * a stage's composition is its dense and MoE layer counts), the plans of F, I, W and B per
+ * class, and the plans of every fused pair the schedule contains.
+ */
+static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
+{
+    const ps_allocator *a = &sim->al;
+    const ps_moe_model *m = &pb->moe;
+    int32_t ms = s->nstages / (s->param_copies > 0 ? s->param_copies : 1);
+    int rc = ps__check_stage_layers(pb, ms, sim->err);
+    if (rc)
+        return rc;
+    if (!sim->plan && ps_plan_new(&sim->plan, &sim->al))
+        return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+    if ((size_t)s->nstages > sim->cap_class_stages) {
+        int32_t *sc = ps__alloc(a, (size_t)s->nstages, sizeof *sc);
+        if (!sc)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        ps__free(a, sim->stage_class, sim->cap_class_stages, sizeof *sim->stage_class);
+        sim->stage_class = sc;
+        sim->cap_class_stages = (size_t)s->nstages;
+    }
+    int32_t key[MAX_CLASSES][3]; /* dense count, MoE count, first layer */
+    int32_t nc = 0;
+    for (int32_t st = 0; st < ms; st++) {
+        int32_t l0, n;
+        ps__stage_layer_range(pb, ms, st, &l0, &n);
+        int32_t nd = m->dense_layers - l0;
+        nd = nd < 0 ? 0 : (nd > n ? n : nd);
+        int32_t c = 0;
+        while (c < nc && !(key[c][0] == nd && key[c][1] == n - nd))
+            c++;
+        if (c == nc) {
+            if (nc == MAX_CLASSES)
+                return ps__seterr(sim->err, PS_EUNSUPPORTED,
+                                  "more than %d distinct stage layer compositions", MAX_CLASSES);
+            key[c][0] = nd;
+            key[c][1] = n - nd;
+            key[c][2] = l0;
+            nc++;
+        }
+        sim->stage_class[st] = c;
+    }
+    for (int32_t st = ms; st < s->nstages; st++)
+        sim->stage_class[st] = sim->stage_class[st % ms];
+    ps__free(a, sim->cls, sim->ncls, sizeof *sim->cls);
+    ps__free(a, sim->fb, sim->nfb, sizeof *sim->fb);
+    sim->ncls = (size_t)nc * 4;
+    sim->nfb = (size_t)nc * (size_t)nc * 2;
+    sim->cls = ps__alloc(a, sim->ncls, sizeof *sim->cls);
+    sim->fb = ps__alloc(a, sim->nfb, sizeof *sim->fb);
+    if (!sim->cls || !sim->fb) {
+        ps__free(a, sim->cls, sim->ncls, sizeof *sim->cls);
+        ps__free(a, sim->fb, sim->nfb, sizeof *sim->fb);
+        sim->cls = sim->fb = NULL;
+        sim->ncls = sim->nfb = 0;
+        return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+    }
+    sim->nclass = nc;
+    static const int bkinds[4] = {0, PS_I, PS_W, PS_B};
+    for (int32_t c = 0; c < nc; c++) {
+        int32_t l0 = key[c][2], n = key[c][0] + key[c][1];
+        for (int k = 0; k < 4; k++) {
+            rc = k == 0 ? plan_into(sim, m, l0, n, PS_B, 0, 0, &sim->cls[(size_t)c * 4])
+                        : plan_into(sim, m, 0, 0, bkinds[k], l0, n, &sim->cls[(size_t)c * 4 + k]);
+            if (rc)
+                return rc;
+        }
+    }
+    for (size_t i = 0; i < sim->nfb; i++)
+        sim->fb[i].dur = -1;
+    for (int32_t r = 0; r < s->pp; r++) {
+        const ps_action *acts = s->acts + s->off[r];
+        for (int64_t i = 0; i < s->len[r]; i++) {
+            const ps_action *x = &acts[i];
+            if (x->kind != PS_FB)
+                continue;
+            int32_t cf = sim->stage_class[x->stage], cb = sim->stage_class[x->bstage];
+            moe_cost *e =
+                &sim->fb[((size_t)cf * (size_t)nc + (size_t)cb) * 2 + (x->bkind == PS_B ? 0 : 1)];
+            if (e->dur >= 0)
+                continue;
+            rc = plan_into(sim, m, key[cf][2], key[cf][0] + key[cf][1], x->bkind, key[cb][2],
+                           key[cb][0] + key[cb][1], e);
+            if (rc)
+                return rc;
+        }
+    }
+    sim->moe = 1;
+    return 0;
+}
+
+/* Per phase all-to-all totals of the timeline (MoE mode): warm-up before a rank's first
+ * backward, cool-down after its last forward. */
+static void comm_metrics(ps_sim *sim, const ps_schedule *s)
+{
+    ps_comm_metrics *c = &sim->comm;
+    memset(c, 0, sizeof *c);
+    for (int32_t r = 0; r < s->pp; r++) {
+        const ps_action *acts = s->acts + s->off[r];
+        int64_t n = s->len[r], first_b = n, last_f = -1;
+        for (int64_t i = 0; i < n; i++) {
+            int k = acts[i].kind;
+            if ((k == PS_I || k == PS_B || k == PS_FB) && first_b == n)
+                first_b = i;
+            if (k == PS_F || k == PS_FB)
+                last_f = i;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const moe_cost *e = moe_of(sim, &acts[i]);
+            int ph =
+                i < first_b ? PS_PHASE_WARMUP : (i > last_f ? PS_PHASE_COOLDOWN : PS_PHASE_STEADY);
+            c->total[ph] += e->total;
+            c->exposed[ph] += e->exposed;
+            c->total[PS_PHASE_ALL] += e->total;
+            c->exposed[PS_PHASE_ALL] += e->exposed;
+        }
+    }
+    for (int ph = 0; ph < PS_PHASE_COUNT; ph++)
+        c->overlap[ph] = c->total[ph] > 0 ? 1.0 - c->exposed[ph] / c->total[ph] : 1.0;
+}
+
+int ps_sim_comm(const ps_sim *sim, ps_comm_metrics *out)
+{
+    if (!sim || !out)
+        return PS_EINVAL;
+    if (!current(sim))
+        return PS_ESTATE;
+    if (!sim->moe)
+        return PS_ENOTFOUND;
+    *out = sim->comm;
+    return 0;
+}
+
 int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
 {
     if (!sim)
@@ -416,10 +618,16 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         return ps__seterr(sim->err, PS_ECONFIG,
                           "stage_memory has %zu entr%s but the schedule has %d stages",
                           pb->n_stage_mem, pb->n_stage_mem == 1 ? "y" : "ies", s->nstages);
+    if (pb->has_moe && pb->n_stage_costs)
+        return ps__seterr(sim->err, PS_ECONFIG,
+                          "both stage_costs and a MoE model give durations; use one of them");
     int rc = reserve(sim, s);
     if (rc)
         return ps__seterr(sim->err, rc, "out of memory for the simulation of %zu actions",
                           ps_schedule_total_actions(s));
+    sim->moe = 0;
+    if (pb->has_moe && (rc = moe_setup(sim, s, pb)))
+        return rc;
     /* Copy the cost model. */
     ps__free(&sim->al, sim->sc, sim->nsc, sizeof *sim->sc);
     sim->sc = NULL;
@@ -488,6 +696,8 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     ps__engine_destroy(&e);
 metrics:
     compute_metrics(sim, s);
+    if (sim->moe)
+        comm_metrics(sim, s);
     sim->version = s->version;
     sim->have = 1;
     sim->err[0] = 0;
