@@ -1,0 +1,572 @@
+/*
+ * The overlap planner, the MoE duration derivation and the simulator's MoE mode. Every
+ * expected value is worked by hand in the comments (stream by stream, start-end).
+ * SPDX-License-Identifier: MIT
+ */
+#include "common.h"
+
+#include <math.h>
+
+#define EPS 1e-9
+
+/* A one-layer MoE model whose layer has the given durations (all others 0). */
+static ps_problem *moe_problem(const double t[PS_OP_LAYER_COUNT], int layers, double slowdown)
+{
+    ps_problem *pb;
+    ck_assert_int_eq(ps_problem_new(&pb, NULL), 0);
+    ps_moe_model m;
+    memset(&m, 0, sizeof m);
+    m.layers = layers;
+    m.slowdown = slowdown;
+    memcpy(m.moe.t, t, sizeof m.moe.t);
+    ck_assert_int_eq(ps_problem_set_moe(pb, &m), 0);
+    return pb;
+}
+
+static ps_plan_stats plan(ps_problem *pb, int method, int stages, int f, int bkind, int b)
+{
+    ps_plan *pl;
+    ck_assert_int_eq(ps_plan_new(&pl, NULL), 0);
+    int rc = ps_plan_step(pl, pb, method, stages, f, bkind, b);
+    ck_assert_msg(rc == 0, "plan: %s", ps_plan_last_error(pl));
+    ps_plan_stats st;
+    ck_assert_int_eq(ps_plan_stats_get(pl, &st), 0);
+    /* invariants: every operation once, streams never overlap themselves, ops sorted */
+    const ps_plan_op *ops;
+    size_t n = ps_plan_ops(pl, &ops);
+    double last_end[2] = {0, 0}, comm = 0;
+    for (size_t i = 0; i < n; i++) {
+        ck_assert(ops[i].end > ops[i].start);
+        ck_assert(ops[i].start >= last_end[ops[i].stream] - EPS);
+        last_end[ops[i].stream] = ops[i].end;
+        ck_assert(ops[i].end <= st.duration + EPS);
+        ck_assert_int_eq(ops[i].stream, ps_op_is_comm(ops[i].op));
+        if (ops[i].stream && ops[i].op != PS_OP_P2P)
+            comm += ops[i].end - ops[i].start;
+        if (i)
+            ck_assert(ops[i].start >= ops[i - 1].start);
+    }
+    ck_assert_double_eq_tol(comm, st.comm, EPS);
+    ps_plan_free(pl);
+    return st;
+}
+
+/* attn 2, dispatch 1, mlp 2, combine 1; combine_b 1, mlp_dx 2, dispatch_b 1, attn_dx 2. */
+static void one_layer(double t[PS_OP_LAYER_COUNT], double comp, double comm)
+{
+    memset(t, 0, sizeof(double) * PS_OP_LAYER_COUNT);
+    t[PS_OP_ATTN] = t[PS_OP_MLP] = t[PS_OP_MLP_DX] = t[PS_OP_ATTN_DX] = comp;
+    t[PS_OP_DISPATCH] = t[PS_OP_COMBINE] = t[PS_OP_COMBINE_B] = t[PS_OP_DISPATCH_B] = comm;
+}
+
+START_TEST(plan_one_layer_hidden)
+{
+    /* compute attn(F) 0-2, mlp_dx(B) 2-4, mlp(F) 4-6, attn_dx(B) 6-8;
+     * comm combine_b(B) 0-1, dispatch(F) 2-3, dispatch_b(B) 4-5, combine(F) 6-7:
+     * F&B = 8 = total compute, nothing exposed. Serial: 8 + 4 = 12, all 4 exposed. */
+    double t[PS_OP_LAYER_COUNT];
+    one_layer(t, 2, 1);
+    ps_problem *pb = moe_problem(t, 1, 0);
+    for (int method = PS_PLANNER_ADAPTIVE; method <= PS_PLANNER_MEGATRON; method++) {
+        ps_plan_stats st = plan(pb, method, 1, 0, PS_I, 0);
+        ck_assert_double_eq_tol(st.duration, 8, EPS);
+        ck_assert_double_eq_tol(st.comm, 4, EPS);
+        ck_assert_double_eq_tol(st.exposed, 0, EPS);
+        ck_assert_double_eq_tol(st.overlap, 1, EPS);
+    }
+    ps_plan_stats st = plan(pb, PS_PLANNER_SERIAL, 1, 0, PS_I, 0);
+    ck_assert_double_eq_tol(st.duration, 12, EPS);
+    ck_assert_double_eq_tol(st.exposed, 4, EPS);
+    ck_assert_double_eq_tol(st.overlap, 0, EPS);
+    /* Alone: forward attn 0-2, dispatch 2-3, mlp 3-5, combine 5-6: 6, 2 exposed. */
+    st = plan(pb, PS_PLANNER_ADAPTIVE, 1, 0, PS_B, -1);
+    ck_assert_double_eq_tol(st.duration, 6, EPS);
+    ck_assert_double_eq_tol(st.exposed, 2, EPS);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(plan_equal_compute_comm)
+{
+    /* Every operation 1: attn 0-1 | combine_b 0-1; mlp_dx 1-2 | dispatch 1-2;
+     * mlp 2-3 | dispatch_b 2-3; attn_dx 3-4 | combine 3-4. 4 = max(compute, comm). */
+    double t[PS_OP_LAYER_COUNT];
+    one_layer(t, 1, 1);
+    ps_problem *pb = moe_problem(t, 1, 0);
+    ps_plan_stats st = plan(pb, PS_PLANNER_ADAPTIVE, 1, 0, PS_I, 0);
+    ck_assert_double_eq_tol(st.duration, 4, EPS);
+    ck_assert_double_eq_tol(st.exposed, 0, EPS);
+    ck_assert_double_eq_tol(st.compute, 4, EPS);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(plan_comm_longer)
+{
+    /* Compute 1, all-to-all 3. comm: combine_b 0-3, dispatch 3-6 (attn ended at 1),
+     * dispatch_b 6-9 (mlp_dx 3-4), combine 9-12 (mlp 6-7); attn_dx 9-10. The comm stream
+     * alone needs 12, so 12 is optimal; compute covers 4 of it: 8 exposed, overlap 1/3. */
+    double t[PS_OP_LAYER_COUNT];
+    one_layer(t, 1, 3);
+    ps_problem *pb = moe_problem(t, 1, 0);
+    for (int method = PS_PLANNER_ADAPTIVE; method <= PS_PLANNER_MEGATRON; method++) {
+        ps_plan_stats st = plan(pb, method, 1, 0, PS_I, 0);
+        ck_assert_double_eq_tol(st.duration, 12, EPS);
+        ck_assert_double_eq_tol(st.exposed, 8, EPS);
+        ck_assert_double_eq_tol(st.overlap, 1.0 / 3.0, EPS);
+    }
+    ck_assert_double_eq_tol(plan(pb, PS_PLANNER_SERIAL, 1, 0, PS_I, 0).duration, 16, EPS);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(plan_megatron_waits_for_dw)
+{
+    /* As plan_comm_longer with a full backward whose expert dW costs 4.
+     * MindSpeed: compute attn 0-1, mlp_dx 3-4, mlp_dw 4-8, mlp 8-9, attn_dx 9-10; comm
+     * combine_b 0-3, dispatch 3-6, dispatch_b 6-9 (launched after mlp_dx), combine 9-12: 12,
+     * exposed 12 - 8 = 4 (compute covers 1 + 1 + 2 + 1 + 1 + ... = 8 of the comm time).
+     * Megatron issues dispatch_b after mlp_dw: dispatch_b 8-11, combine 11-14, attn_dx 11-12:
+     * 14; comm busy 0-6 and 8-14, covered 1 + 3 + 1 + 1 = 6, exposed 6.
+     * The adaptive planner reaches the lower bound 12 with the least exposure 12 - 8 = 4. */
+    double t[PS_OP_LAYER_COUNT];
+    one_layer(t, 1, 3);
+    t[PS_OP_MLP_DW] = 4;
+    ps_problem *pb = moe_problem(t, 1, 0);
+    ps_plan_stats ms = plan(pb, PS_PLANNER_MINDSPEED, 1, 0, PS_B, 0);
+    ck_assert_double_eq_tol(ms.duration, 12, EPS);
+    ck_assert_double_eq_tol(ms.exposed, 4, EPS);
+    ps_plan_stats mg = plan(pb, PS_PLANNER_MEGATRON, 1, 0, PS_B, 0);
+    ck_assert_double_eq_tol(mg.duration, 14, EPS);
+    ck_assert_double_eq_tol(mg.exposed, 6, EPS);
+    ps_plan_stats ad = plan(pb, PS_PLANNER_ADAPTIVE, 1, 0, PS_B, 0);
+    ck_assert_double_eq_tol(ad.duration, 12, EPS);
+    ck_assert_double_eq_tol(ad.exposed, 4, EPS);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(plan_self_overlap)
+{
+    /* Forward alone: attn 0-2, shared 2-3 under dispatch 2-3, mlp 3-5, combine 5-6:
+     * 6, only the combine (1) exposed.
+     * Full backward alone: combine_b 0-1 under shared_dx 0-1, mlp_dx 1-3, dispatch_b 3-4
+     * under mlp_dw 3-4, attn_dx 4-6, attn_dw 6-7: 7 = all compute, nothing exposed. */
+    double t[PS_OP_LAYER_COUNT] = {0};
+    t[PS_OP_ATTN] = 2, t[PS_OP_SHARED] = 1, t[PS_OP_DISPATCH] = 1, t[PS_OP_MLP] = 2;
+    t[PS_OP_COMBINE] = 1;
+    t[PS_OP_COMBINE_B] = 1, t[PS_OP_SHARED_DX] = 1, t[PS_OP_MLP_DX] = 2, t[PS_OP_DISPATCH_B] = 1;
+    t[PS_OP_MLP_DW] = 1, t[PS_OP_ATTN_DX] = 2, t[PS_OP_ATTN_DW] = 1;
+    ps_problem *pb = moe_problem(t, 1, 0);
+    for (int method = PS_PLANNER_ADAPTIVE; method <= PS_PLANNER_MEGATRON; method++) {
+        ps_plan_stats f = plan(pb, method, 1, 0, PS_B, -1);
+        ck_assert_double_eq_tol(f.duration, 6, EPS);
+        ck_assert_double_eq_tol(f.exposed, 1, EPS);
+        ps_plan_stats b = plan(pb, method, 1, -1, PS_B, 0);
+        ck_assert_double_eq_tol(b.duration, 7, EPS);
+        ck_assert_double_eq_tol(b.exposed, 0, EPS);
+    }
+    /* The backward without weight gradients: combine_b 0-1 | shared_dx 0-1, mlp_dx 1-3,
+     * dispatch_b 3-4 exposed, attn_dx 4-6: 6. W alone: mlp_dw + attn_dw = 2. */
+    ps_plan_stats i = plan(pb, PS_PLANNER_ADAPTIVE, 1, -1, PS_I, 0);
+    ck_assert_double_eq_tol(i.duration, 6, EPS);
+    ck_assert_double_eq_tol(i.exposed, 1, EPS);
+    ps_plan_stats w = plan(pb, PS_PLANNER_ADAPTIVE, 1, -1, PS_W, 0);
+    ck_assert_double_eq_tol(w.duration, 2, EPS);
+    ck_assert_double_eq_tol(w.comm, 0, EPS);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(plan_slowdown)
+{
+    /* Forward alone, attn 2, shared 2, dispatch 1, mlp 1, slowdown 1 (half speed under
+     * communication): attn 0-2; shared from 2 runs at half speed while dispatch runs 2-3
+     * (0.5 done), the other 1.5 at full speed: ends 4.5; mlp 4.5-5.5. Deferring shared after
+     * mlp gives attn 0-2, idle until 3, mlp 3-4, shared 4-6: worse. So 5.5, and the compute
+     * stream was busy 2 + 2.5 + 1 = 5.5. */
+    double t[PS_OP_LAYER_COUNT] = {0};
+    t[PS_OP_ATTN] = 2, t[PS_OP_SHARED] = 2, t[PS_OP_DISPATCH] = 1, t[PS_OP_MLP] = 1;
+    ps_problem *pb = moe_problem(t, 1, 1.0);
+    ps_plan_stats st = plan(pb, PS_PLANNER_ADAPTIVE, 1, 0, PS_B, -1);
+    ck_assert_double_eq_tol(st.duration, 5.5, EPS);
+    ck_assert_double_eq_tol(st.compute, 5.5, EPS);
+    ck_assert_double_eq_tol(st.exposed, 0, EPS);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(plan_adaptive_never_worse)
+{
+    /* Over a grid of two-layer models with dW, shared experts, slowdown and p2p, the adaptive
+     * plan is never longer than either fixed order, never shorter than the lower bounds
+     * max(compute, communication), and SERIAL is the sum of everything. */
+    const double comp[] = {0.5, 1, 2, 3}, comm[] = {0.25, 1, 2.5, 5};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t c = 0; c < 4; c++)
+            for (int sd = 0; sd < 2; sd++) {
+                double t[PS_OP_LAYER_COUNT] = {0};
+                t[PS_OP_ATTN] = comp[a], t[PS_OP_MLP] = 2 * comp[(a + 1) % 4];
+                t[PS_OP_SHARED] = comp[a] / 4, t[PS_OP_SHARED_DX] = comp[a] / 4;
+                t[PS_OP_SHARED_DW] = comp[a] / 4;
+                t[PS_OP_MLP_DX] = t[PS_OP_MLP_DW] = 2 * comp[(a + 1) % 4];
+                t[PS_OP_ATTN_DX] = 1.5 * comp[a], t[PS_OP_ATTN_DW] = comp[a];
+                t[PS_OP_DISPATCH] = t[PS_OP_COMBINE] = comm[c];
+                t[PS_OP_COMBINE_B] = t[PS_OP_DISPATCH_B] = comm[c];
+                ps_problem *pb = moe_problem(t, 2, sd ? 0.25 : 0);
+                double sum = 0, compute = 0, comms = 0;
+                for (int k = 0; k < PS_OP_LAYER_COUNT; k++) {
+                    sum += 2 * t[k];
+                    *(ps_op_is_comm(k) ? &comms : &compute) += 2 * t[k];
+                }
+                ps_plan_stats ad = plan(pb, PS_PLANNER_ADAPTIVE, 1, 0, PS_B, 0);
+                ps_plan_stats ms = plan(pb, PS_PLANNER_MINDSPEED, 1, 0, PS_B, 0);
+                ps_plan_stats mg = plan(pb, PS_PLANNER_MEGATRON, 1, 0, PS_B, 0);
+                ps_plan_stats se = plan(pb, PS_PLANNER_SERIAL, 1, 0, PS_B, 0);
+                ck_assert(ad.duration <= ms.duration + EPS);
+                ck_assert(ad.duration <= mg.duration + EPS);
+                ck_assert(ad.duration >= compute - EPS && ad.duration >= comms - EPS);
+                ck_assert_double_eq_tol(se.duration, sum, 1e-9 * sum);
+                ck_assert(ad.exposed >= comms - ad.compute - EPS);
+                ps_problem_free(pb);
+            }
+}
+END_TEST
+
+START_TEST(plan_errors)
+{
+    ps_problem *pb;
+    ck_assert_int_eq(ps_problem_new(&pb, NULL), 0);
+    ps_plan *pl;
+    ck_assert_int_eq(ps_plan_new(&pl, NULL), 0);
+    ck_assert_int_eq(ps_plan_step(pl, pb, 0, 1, 0, PS_B, 0), PS_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(ps_plan_last_error(pl), "no MoE model"));
+    ck_assert_int_eq(ps_plan_stats_get(pl, &(ps_plan_stats){0}), PS_ESTATE);
+    double t[PS_OP_LAYER_COUNT];
+    one_layer(t, 1, 1);
+    ps_problem_free(pb);
+    pb = moe_problem(t, 4, 0);
+    ck_assert_int_eq(ps_plan_step(pl, pb, 0, 2, 2, PS_B, 0), PS_EINVAL);
+    ck_assert_int_eq(ps_plan_step(pl, pb, 0, 2, -1, PS_B, -1), PS_EINVAL);
+    ck_assert_int_eq(ps_plan_step(pl, pb, 0, 2, 0, PS_W, 1), PS_EINVAL);
+    ck_assert_int_eq(ps_plan_step(pl, pb, 0, 2, 0, PS_F, 1), PS_EINVAL);
+    ck_assert_int_eq(ps_plan_step(pl, pb, 9, 2, 0, PS_B, 1), PS_EINVAL);
+    ck_assert_int_eq(ps_plan_step(pl, pb, 0, 0, 0, PS_B, 1), PS_EINVAL);
+    int32_t sl[2] = {1, 2};
+    ck_assert_int_eq(ps_problem_set_stage_layers(pb, sl, 2), 0);
+    ck_assert_int_eq(ps_plan_step(pl, pb, 0, 2, 0, PS_B, 1), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_plan_last_error(pl), "sums to 3"));
+    ck_assert_int_eq(ps_plan_step(pl, pb, 0, 3, 0, PS_B, 1), PS_ECONFIG);
+    sl[1] = 3;
+    ck_assert_int_eq(ps_problem_set_stage_layers(pb, sl, 2), 0);
+    ck_assert_int_eq(ps_plan_step(pl, pb, 0, 2, 0, PS_B, 1), 0);
+    /* stage 0 has layer 0, stage 1 layers 1..3 */
+    const ps_plan_op *ops;
+    size_t n = ps_plan_ops(pl, &ops);
+    int fwd = 0, bwd_layers = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].part == 0) {
+            ck_assert_int_eq(ops[i].layer, 0);
+            fwd++;
+        } else if (ops[i].op == PS_OP_ATTN_DX) {
+            ck_assert(ops[i].layer >= 1 && ops[i].layer <= 3);
+            bwd_layers++;
+        }
+    }
+    ck_assert_int_eq(fwd, 4);
+    ck_assert_int_eq(bwd_layers, 3);
+    /* bad models */
+    ps_moe_model m;
+    ck_assert_int_eq(ps_problem_get_moe(pb, &m), 0);
+    m.dense.t[PS_OP_DISPATCH] = 1;
+    m.dense_layers = 1;
+    ck_assert_int_eq(ps_problem_set_moe(pb, &m), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_problem_last_error(pb), "dense_layer.dispatch"));
+    m.dense.t[PS_OP_DISPATCH] = 0;
+    m.moe.t[PS_OP_ATTN] = NAN;
+    ck_assert_int_eq(ps_problem_set_moe(pb, &m), PS_ERANGE);
+    ck_assert_ptr_nonnull(strstr(ps_problem_last_error(pb), "layer.attn"));
+    m.moe.t[PS_OP_ATTN] = 1;
+    m.dense_layers = 5;
+    ck_assert_int_eq(ps_problem_set_moe(pb, &m), PS_ERANGE);
+    m.dense_layers = 0;
+    m.layers = 0;
+    ck_assert_int_eq(ps_problem_set_moe(pb, &m), PS_ERANGE);
+    ps_plan_free(pl);
+    ps_problem_free(pb);
+}
+END_TEST
+
+static void dims(ps_model_dims *md, ps_cluster *cl)
+{
+    memset(md, 0, sizeof *md);
+    memset(cl, 0, sizeof *cl);
+    md->hidden = 1000;
+    md->tokens = 1000;
+    md->experts = 16;
+    md->top_k = 2;
+    md->expert_ffn = 500;
+    md->bytes = 1;
+    md->layers = 4;
+    cl->devices_per_node = 2;
+    cl->nodes = 2;
+    cl->bw_intra = 10;
+    cl->bw_inter = 1;
+    cl->tflops = 1;
+    cl->efficiency = 1;
+}
+
+START_TEST(derive_volumes)
+{
+    /* S = H = 1000, 1 byte: a copy of the local tokens is 1e6 bytes. k = 2, N = G = 2:
+     * flat inter 1e6 * 2 * 1/2 = 1e6 (1 ms at 1 GB/s), intra 1e6 * 2 * 1/4 = 5e5 (0.05 ms at
+     * 10 GB/s), in parallel: 1 ms. Hierarchical inter (N-1) 1e6 = 1e6 (1 ms), then intra
+     * 1e6 * 2 * 1/2 = 1e6 (0.1 ms): 1.1 ms. k = N: flat wins. */
+    ps_model_dims md;
+    ps_cluster cl;
+    dims(&md, &cl);
+    ps_moe_model m;
+    ps_a2a_info a;
+    char err[256];
+    ck_assert_int_eq(ps_moe_derive(&md, &cl, PS_A2A_AUTO, &m, &a, err, sizeof err), 0);
+    ck_assert_double_eq_tol(a.flat_inter, 1e6, 1e-3);
+    ck_assert_double_eq_tol(a.flat_intra, 5e5, 1e-3);
+    ck_assert_double_eq_tol(a.hier_inter, 1e6, 1e-3);
+    ck_assert_double_eq_tol(a.hier_intra, 1e6, 1e-3);
+    ck_assert_double_eq_tol(a.flat_time, 1.0, 1e-12);
+    ck_assert_double_eq_tol(a.hier_time, 1.1, 1e-12);
+    ck_assert_int_eq(a.chosen, PS_A2A_FLAT);
+    ck_assert_double_eq_tol(m.moe.t[PS_OP_DISPATCH], 1.0, 1e-12);
+    /* k = 8 > N = 2: flat inter 4e6 (4 ms), hierarchical 1 + 0.4 = 1.4 ms and chosen; the
+     * inter-node bytes shrink by k/N = 4. Latencies add once per phase. */
+    md.top_k = 8;
+    cl.lat_inter = 100, cl.lat_intra = 10; /* microseconds */
+    ck_assert_int_eq(ps_moe_derive(&md, &cl, PS_A2A_AUTO, &m, &a, err, sizeof err), 0);
+    ck_assert_double_eq_tol(a.flat_inter / a.hier_inter, 8.0 / 2.0, 1e-12);
+    ck_assert_double_eq_tol(a.flat_time, 0.1 + 4.0, 1e-12);
+    ck_assert_double_eq_tol(a.hier_time, 0.1 + 1.0 + 0.01 + 0.4, 1e-12);
+    ck_assert_int_eq(a.chosen, PS_A2A_HIERARCHICAL);
+    for (int op = 0; op < PS_OP_LAYER_COUNT; op++)
+        if (ps_op_is_comm(op) && op != PS_OP_REDISPATCH)
+            ck_assert_double_eq_tol(m.moe.t[op], a.hier_time, 1e-12);
+    ck_assert_double_eq(m.moe.t[PS_OP_REDISPATCH], 0);
+    /* forced flat */
+    md.permute_recompute = 1;
+    ck_assert_int_eq(ps_moe_derive(&md, &cl, PS_A2A_FLAT, &m, &a, err, sizeof err), 0);
+    ck_assert_int_eq(a.chosen, PS_A2A_FLAT);
+    ck_assert_double_eq_tol(m.moe.t[PS_OP_COMBINE_B], a.flat_time, 1e-12);
+    ck_assert_double_eq_tol(m.moe.t[PS_OP_REDISPATCH], a.flat_time, 1e-12);
+    /* Pangu Ultra MoE numbers from reference 4.4: S 2048, H 7680, bf16, k 8, N 4:
+     * 188.7 MB flat vs 94.4 MB hierarchical inter-node. */
+    md.tokens = 2048, md.hidden = 7680, md.bytes = 2, md.top_k = 8, md.experts = 256;
+    cl.nodes = 4, cl.devices_per_node = 8;
+    ck_assert_int_eq(ps_moe_derive(&md, &cl, PS_A2A_AUTO, &m, &a, err, sizeof err), 0);
+    ck_assert_double_eq_tol(a.flat_inter, 2048.0 * 7680 * 2 * 8 * 3 / 4, 1);
+    ck_assert_double_eq_tol(a.hier_inter, 3.0 * 2048 * 7680 * 2, 1);
+    ck_assert_double_eq_tol(a.flat_inter / a.hier_inter, 2.0, 1e-12);
+}
+END_TEST
+
+START_TEST(derive_compute)
+{
+    /* 1 TFLOP/s, efficiency 0.5: 1 ms per 5e8 FLOPs. Expert work 6 H F_e per token copy =
+     * 3e6, x S k = 2000 copies = 6e9 FLOPs: 12 ms; dX and dW the same.
+     * Attention: 8 H^2 + 2 H E = 8.032e6 per token plus scores seq * 2H = 2e6 (seq = S):
+     * forward 1000 * 10.032e6 = 1.0032e10 FLOPs = 20.064 ms; dX 1000 * 12.032e6 = 24.064 ms;
+     * dW 1000 * 8.032e6 = 16.064 ms. Dense FFN 300: 6 * 1000 * 300 * 1000 = 1.8e9 = 3.6 ms. */
+    ps_model_dims md;
+    ps_cluster cl;
+    dims(&md, &cl);
+    cl.efficiency = 0.5;
+    md.dense_layers = 1;
+    md.dense_ffn = 300;
+    ps_moe_model m;
+    char err[256];
+    ck_assert_int_eq(ps_moe_derive(&md, &cl, PS_A2A_AUTO, &m, NULL, err, sizeof err), 0);
+    ck_assert_double_eq_tol(m.moe.t[PS_OP_MLP], 12, 1e-9);
+    ck_assert_double_eq_tol(m.moe.t[PS_OP_MLP_DX], 12, 1e-9);
+    ck_assert_double_eq_tol(m.moe.t[PS_OP_MLP_DW], 12, 1e-9);
+    ck_assert_double_eq_tol(m.moe.t[PS_OP_ATTN], 20.064, 1e-9);
+    ck_assert_double_eq_tol(m.moe.t[PS_OP_ATTN_DX], 24.064, 1e-9);
+    ck_assert_double_eq_tol(m.moe.t[PS_OP_ATTN_DW], 16.064, 1e-9);
+    ck_assert_double_eq(m.moe.t[PS_OP_SHARED], 0);
+    ck_assert_double_eq_tol(m.dense.t[PS_OP_MLP], 3.6, 1e-9);
+    ck_assert_double_eq(m.dense.t[PS_OP_DISPATCH], 0);
+    ck_assert_int_eq(m.layers, 4);
+    ck_assert_int_eq(m.dense_layers, 1);
+    /* errors name the field */
+    md.hidden = 0;
+    ck_assert_int_eq(ps_moe_derive(&md, &cl, PS_A2A_AUTO, &m, NULL, err, sizeof err), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err, "model.hidden"));
+    md.hidden = 1000;
+    cl.efficiency = 1.5;
+    ck_assert_int_eq(ps_moe_derive(&md, &cl, PS_A2A_AUTO, &m, NULL, err, sizeof err), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err, "cluster.efficiency"));
+    cl.efficiency = 1;
+    md.top_k = 20;
+    ck_assert_int_eq(ps_moe_derive(&md, &cl, PS_A2A_AUTO, &m, NULL, err, sizeof err), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err, "model.top_k"));
+    /* through the problem: the estimate is kept */
+    md.top_k = 2;
+    ps_problem *pb;
+    ck_assert_int_eq(ps_problem_new(&pb, NULL), 0);
+    ps_a2a_info a;
+    ck_assert_int_eq(ps_problem_a2a_info(pb, &a), PS_ENOTFOUND);
+    ck_assert_int_eq(ps_problem_set_moe_dims(pb, &md, &cl, PS_A2A_AUTO), 0);
+    ck_assert_int_eq(ps_problem_a2a_info(pb, &a), 0);
+    ck_assert_int_eq(a.chosen, PS_A2A_FLAT);
+    ck_assert_int_eq(ps_problem_get_moe(pb, &m), 0);
+    ck_assert_int_eq(ps_problem_set_moe(pb, &m), 0); /* durations given directly */
+    ck_assert_int_eq(ps_problem_a2a_info(pb, &a), PS_ENOTFOUND);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(sim_moe_1f1b)
+{
+    /* 1F1B, p = 2, m = 2, one layer per stage: every F and B costs the single-chunk plans
+     * of plan_one_layer_hidden plus dW: F = 6 (2 exposed), B = combine_b 0-1, mlp_dx 1-3,
+     * dispatch_b 3-4 under mlp_dw 3-5, attn_dx 5-7, attn_dw 7-8 = 8 (1 + 0 exposed).
+     * The 1F1B closed form (m + p - 1)(F + B) = 3 * 14 = 42.
+     * Phases: rank 0 runs F F B B (warm-up F F, cool-down B B), rank 1 F B F B (warm-up F,
+     * steady B F, cool-down B): all-to-all warm-up 3 F x 2 = 6, steady 2 + 2 = 4, cool-down
+     * 3 x 2 = 6; exposed 3 x 2 = 6, 1 x 2 + 1 x 1 = 3, 3 x 1 = 3. */
+    double t[PS_OP_LAYER_COUNT];
+    one_layer(t, 2, 1);
+    t[PS_OP_MLP_DW] = 2, t[PS_OP_ATTN_DW] = 1;
+    ps_problem *pb = moe_problem(t, 2, 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_PP, 2), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, 2), 0);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ps_metrics met;
+    ck_assert_int_eq(ps_sim_metrics(sim, &met), 0);
+    ck_assert_double_eq_tol(met.makespan, 42, EPS);
+    ps_comm_metrics c;
+    ck_assert_int_eq(ps_sim_comm(sim, &c), 0);
+    ck_assert_double_eq_tol(c.total[PS_PHASE_WARMUP], 6, EPS);
+    ck_assert_double_eq_tol(c.total[PS_PHASE_STEADY], 4, EPS);
+    ck_assert_double_eq_tol(c.total[PS_PHASE_COOLDOWN], 6, EPS);
+    ck_assert_double_eq_tol(c.total[PS_PHASE_ALL], 16, EPS);
+    ck_assert_double_eq_tol(c.exposed[PS_PHASE_WARMUP], 6, EPS);
+    ck_assert_double_eq_tol(c.exposed[PS_PHASE_STEADY], 3, EPS);
+    ck_assert_double_eq_tol(c.exposed[PS_PHASE_COOLDOWN], 3, EPS);
+    ck_assert_double_eq_tol(c.overlap[PS_PHASE_ALL], 1 - 12.0 / 16.0, EPS);
+    /* ps_sim_duration agrees with the plans */
+    ps_action f = {PS_F, 0, 0, 0, 0, 0, 0};
+    ck_assert_double_eq_tol(ps_sim_duration(sim, &f), 6, EPS);
+    /* without the model: no comm block */
+    ck_assert_int_eq(ps_problem_set_moe(pb, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ck_assert_int_eq(ps_sim_comm(sim, &c), PS_ENOTFOUND);
+    /* stage_costs and a MoE model conflict */
+    ps_moe_model m;
+    memset(&m, 0, sizeof m);
+    m.layers = 2;
+    memcpy(m.moe.t, t, sizeof m.moe.t);
+    ck_assert_int_eq(ps_problem_set_moe(pb, &m), 0);
+    ps_stage_cost sc[2] = {{1, 1, 1}, {1, 1, 1}};
+    ck_assert_int_eq(ps_problem_set_stage_costs(pb, sc, 2), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), PS_ECONFIG);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(sim_moe_classes)
+{
+    /* 5 layers (first 1 dense) over interleaved p = 2, v = 2 (4 model stages): the shorter
+     * stages come first: 1, 1, 1, 2 layers; stage 0 holds the dense layer. Each F costs its
+     * plan: dense stage F = attn + mlp (no all-to-all), the MoE ones their plans. Checked
+     * through ps_sim_duration against ps_plan_step per stage. */
+    double t[PS_OP_LAYER_COUNT];
+    one_layer(t, 2, 1);
+    ps_problem *pb;
+    ck_assert_int_eq(ps_problem_new(&pb, NULL), 0);
+    ps_moe_model m;
+    memset(&m, 0, sizeof m);
+    m.layers = 5;
+    m.dense_layers = 1;
+    memcpy(m.moe.t, t, sizeof m.moe.t);
+    m.dense.t[PS_OP_ATTN] = 3, m.dense.t[PS_OP_MLP] = 4, m.dense.t[PS_OP_MLP_DX] = 4;
+    m.dense.t[PS_OP_ATTN_DX] = 3;
+    ck_assert_int_eq(ps_problem_set_moe(pb, &m), 0);
+    ck_assert_int_eq(ps_problem_set_schedule(pb, "interleaved"), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_PP, 2), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_VPP, 2), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, 4), 0);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    const double fwd[4] = {7, 6, 6, 12}; /* dense 3 + 4; one MoE layer 6; two: 6 + 6 */
+    for (int st = 0; st < 4; st++) {
+        ps_action f = {PS_F, 0, 0, st, 0, 0, 0};
+        ck_assert_double_eq_tol(ps_sim_duration(sim, &f), fwd[st], EPS);
+        ck_assert_double_eq_tol(plan(pb, PS_PLANNER_ADAPTIVE, 4, st, PS_B, -1).duration, fwd[st],
+                                EPS);
+        ps_action b = {PS_B, 0, 0, st, 0, 0, 0};
+        ck_assert_double_eq_tol(ps_sim_duration(sim, &b),
+                                plan(pb, PS_PLANNER_ADAPTIVE, 4, -1, PS_B, st).duration, EPS);
+    }
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+START_TEST(plan_alloc_failure)
+{
+    double t[PS_OP_LAYER_COUNT];
+    one_layer(t, 2, 1);
+    ps_problem *pb = moe_problem(t, 8, 0);
+    for (long k = 1;; k++) {
+        counting_alloc c = {0, k, 0, 0};
+        ps_allocator al = counting_allocator(&c);
+        ps_plan *pl;
+        int rc = ps_plan_new(&pl, &al);
+        if (rc == 0) {
+            rc = ps_plan_step(pl, pb, PS_PLANNER_ADAPTIVE, 1, 0, PS_B, 0);
+            ps_plan_free(pl);
+        }
+        ck_assert(rc == 0 || rc == PS_ENOMEM);
+        ck_assert_int_eq(c.live, 0);
+        if (rc == 0)
+            break;
+    }
+    ps_problem_free(pb);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("plan");
+    TCase *tc = tcase_create("plan");
+    tcase_add_test(tc, plan_one_layer_hidden);
+    tcase_add_test(tc, plan_equal_compute_comm);
+    tcase_add_test(tc, plan_comm_longer);
+    tcase_add_test(tc, plan_megatron_waits_for_dw);
+    tcase_add_test(tc, plan_self_overlap);
+    tcase_add_test(tc, plan_slowdown);
+    tcase_add_test(tc, plan_adaptive_never_worse);
+    tcase_add_test(tc, plan_errors);
+    tcase_add_test(tc, derive_volumes);
+    tcase_add_test(tc, derive_compute);
+    tcase_add_test(tc, sim_moe_1f1b);
+    tcase_add_test(tc, sim_moe_classes);
+    tcase_add_test(tc, plan_alloc_failure);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return run_suite(suite());
+}
