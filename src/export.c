@@ -271,6 +271,21 @@ static void put_metrics_body(out *o, const ps_schedule *s, const ps_sim *sim)
         putf(o, ",\"param_copies\":%d}", rm.param_copies);
     }
     puts_(o, "]");
+    ps_comm_metrics c;
+    if (ps_sim_comm(sim, &c) == 0) {
+        static const char *const phase[PS_PHASE_COUNT] = {"warmup", "steady", "cooldown", "whole"};
+        puts_(o, ",\"comm\":{");
+        for (int ph = 0; ph < PS_PHASE_COUNT; ph++) {
+            putf(o, "%s\"%s\":{\"total\":", ph ? "," : "", phase[ph]);
+            put_num(o, c.total[ph]);
+            puts_(o, ",\"exposed\":");
+            put_num(o, c.exposed[ph]);
+            puts_(o, ",\"overlap\":");
+            put_num(o, c.overlap[ph]);
+            puts_(o, "}");
+        }
+        puts_(o, "}");
+    }
 }
 
 static void put_header_json(out *o, const ps_schedule *s)

@@ -21,4 +21,11 @@ int cli_write_file(void *ud, const char *data, size_t len);
 /* Maps a library error code to the exit status: 1 validation, 2 input, 3 internal. */
 int cli_exit_code(int rc);
 
+/* Planner method by name (adaptive, mindspeed, megatron, serial), or -1 with a message. */
+int cli_parse_method(const char *name);
+/* `pipesched plan`: writes the plans of a fused pair and a warm-up chunk of s's model stages
+ * (fstage/bstage < 0: defaults) to f. Returns the exit status. */
+int cli_plan(FILE *f, const ps_problem *pb, const ps_schedule *s, int method, int fstage,
+             int bstage, int json);
+
 #endif

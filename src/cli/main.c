@@ -25,6 +25,8 @@ typedef struct opts {
     const char *schedule, *config, *costs, *memory, *mem_limit, *format, *output, *trace;
     const char *time_scale; /* run */
     long long pp, vpp, m, group;
+    long long extra_warmup, fstage, bstage; /* -1 = not given */
+    int split_backward, method;             /* method: -1 = not given */
     int timed, json, help;
     const char *file; /* check */
 } opts;
@@ -44,7 +46,14 @@ static const struct {
           "                          default f=1,b=-0.5,w=-0.5\n"},
     {'L', "      --mem-limit X       per-rank memory limit (0 = none): simulation rejects a\n"
           "                          schedule above it; zb-auto schedules under it\n"},
+    {'D', "      --extra-warmup N    adaptive: extra warm-up forwards before the fused steady\n"
+          "                          phase (default 1)\n"},
+    {'B', "      --split-backward    adaptive: I/W split in the cool-down, Ws fill its bubbles\n"},
     {'C', "      --config FILE       JSON configuration (docs/config.md); flags override it\n"},
+    {'P', "      --method NAME       planner: adaptive (default), mindspeed, megatron, serial\n"},
+    {'F', "      --fstage N          model stage of the fused pair's forward (default: the\n"
+          "                          first stage with the most MoE layers)\n"},
+    {'K', "      --bstage N          model stage of its backward (default: --fstage)\n"},
     {'f', NULL}, /* per command */
     {'t', "      --timed             simulate: the table gets one column per time unit, the\n"
           "                          JSON start/end times and metrics\n"},
@@ -64,12 +73,12 @@ static const struct {
      NULL, "jh", "      --json              the families as JSON\n"},
     {"generate", "pipesched generate [OPTIONS]",
      "Generates and validates a schedule and prints it.",
-     "  -f, --format FMT        table (default), json, csv, csv-comms\n", "spvmGcMLCftoh", NULL},
+     "  -f, --format FMT        table (default), json, csv, csv-comms\n", "spvmGDBcMLCftoh", NULL},
     {"simulate", "pipesched simulate [OPTIONS]",
      "Generates, validates and simulates a schedule; prints its metrics.",
      "  -f, --format FMT        print the timed schedule (table, or json with the metrics)\n"
      "                          instead of the metrics\n",
-     "spvmGcMLCfjToh", "      --json              metrics as JSON\n"},
+     "spvmGDBcMLCfjToh", "      --json              metrics as JSON\n"},
     {"check", "pipesched check FILE.csv [OPTIONS]",
      "Validates a PyTorch-style CSV schedule (compute_only or compute_comms, one row per\n"
      "rank; - reads stdin) and simulates it. pp, stages, micro-batches and the placement\n"
@@ -84,10 +93,19 @@ static const struct {
      "emulated compute (each action sleeps its cost times the time scale, one thread per\n"
      "rank, all ranks in this process) and prints the measured metrics next to the\n"
      "simulated ones with the relative error of the makespan.",
-     NULL, "spvmGcMLCjSToh",
+     NULL, "spvmGDBcMLCjSToh",
      "      --json              {\"simulated\": {...}, \"measured\": {...}, \"makespan_error\": "
      "x}\n"},
 #endif
+    {"plan", "pipesched plan --config FILE [OPTIONS]",
+     "Plans one fused pair (the forward of one micro-batch with the full backward of\n"
+     "another, as in the steady phase of adaptive or DualPipe) and one warm-up forward\n"
+     "chunk on the compute and communication streams of a device, with the MoE model of\n"
+     "the config (\"model\" + \"cluster\", or \"moe\"; docs/config.md). Prints both as\n"
+     "two-stream tables and compares the pair under the adaptive planner, MindSpeed's and\n"
+     "Megatron's fixed orders and serial execution. Times are in the model's unit\n"
+     "(milliseconds when derived from dimensions).",
+     NULL, "spvmGDBCPFKjoh", "      --json              the plans as JSON\n"},
     {"demo", "pipesched demo",
      "Shows GPipe, 1F1B and interleaved 1F1B on 4 ranks with 8 micro-batches, timed,\n"
      "with their metrics.",
@@ -107,6 +125,7 @@ static void usage_main(FILE *f)
                "  run                  execute a schedule with emulated compute; measured vs "
                "simulated\n"
 #endif
+               "  plan                 overlap plan of a fused pair (MoE all-to-all)\n"
                "  demo                 a short tour\n"
                "  help [COMMAND]       help on a command\n\n"
                "exit status: 0 ok, 1 invalid schedule, 2 usage or input error, 3 internal "
@@ -164,6 +183,16 @@ static const char *opt_name(int c)
         return "--trace";
     case 'S':
         return "--time-scale";
+    case 'D':
+        return "--extra-warmup";
+    case 'B':
+        return "--split-backward";
+    case 'P':
+        return "--method";
+    case 'F':
+        return "--fstage";
+    case 'K':
+        return "--bstage";
     case 't':
         return "--timed";
     case 'j':
@@ -194,6 +223,11 @@ static int parse_opts(int argc, char **argv, opts *o, const char *cmd, int want_
         {"output", required_argument, NULL, 'o'},
         {"trace", required_argument, NULL, 'T'},
         {"time-scale", required_argument, NULL, 'S'},
+        {"extra-warmup", required_argument, NULL, 'D'},
+        {"split-backward", no_argument, NULL, 'B'},
+        {"method", required_argument, NULL, 'P'},
+        {"fstage", required_argument, NULL, 'F'},
+        {"bstage", required_argument, NULL, 'K'},
         {"timed", no_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
@@ -201,6 +235,8 @@ static int parse_opts(int argc, char **argv, opts *o, const char *cmd, int want_
     };
     memset(o, 0, sizeof *o);
     o->pp = o->vpp = o->m = o->group = -1;
+    o->extra_warmup = o->fstage = o->bstage = -1;
+    o->method = -1;
     optind = 1;
     opterr = 0;
     int c;
@@ -253,6 +289,25 @@ static int parse_opts(int argc, char **argv, opts *o, const char *cmd, int want_
             break;
         case 'S':
             o->time_scale = optarg;
+            break;
+        case 'D':
+            if (cli_parse_int("--extra-warmup", optarg, 0, PS_MAX_MICROBATCHES, &o->extra_warmup))
+                return -1;
+            break;
+        case 'B':
+            o->split_backward = 1;
+            break;
+        case 'P':
+            if ((o->method = cli_parse_method(optarg)) < 0)
+                return -1;
+            break;
+        case 'F':
+            if (cli_parse_int("--fstage", optarg, 0, PS_MAX_STAGES - 1, &o->fstage))
+                return -1;
+            break;
+        case 'K':
+            if (cli_parse_int("--bstage", optarg, 0, PS_MAX_STAGES - 1, &o->bstage))
+                return -1;
             break;
         case 't':
             o->timed = 1;
@@ -316,6 +371,11 @@ static int build_problem(const opts *o, ps_problem **out)
     if (o->m > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, o->m)))
         goto fail;
     if (o->group > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_GROUP_SIZE, o->group)))
+        goto fail;
+    if (o->extra_warmup >= 0 &&
+        (rc = ps_problem_set_int(pb, PS_PARAM_EXTRA_WARMUP, o->extra_warmup)))
+        goto fail;
+    if (o->split_backward && (rc = ps_problem_set_int(pb, PS_PARAM_SPLIT_BACKWARD, 1)))
         goto fail;
     if (o->costs && (rc = ps_problem_set_costs_string(pb, o->costs)))
         goto fail;
@@ -397,6 +457,16 @@ static void print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim)
         ps_sim_rank_metrics(sim, r, &rm);
         fprintf(f, "%6d %12g %12g %12g %8lld %10g %7d\n", r, rm.busy, rm.span, rm.idle,
                 (long long)rm.peak_activations, rm.peak_memory, rm.param_copies);
+    }
+    ps_comm_metrics c;
+    if (ps_sim_comm(sim, &c) == 0) {
+        static const char *const phase[PS_PHASE_COUNT] = {"warm-up", "steady", "cool-down",
+                                                          "whole"};
+        fprintf(f, "EP all-to-all (summed over ranks): %10s %12s %9s\n", "total", "exposed",
+                "overlap");
+        for (int ph = 0; ph < PS_PHASE_COUNT; ph++)
+            fprintf(f, "  %-32s %10g %12g %8.2f%%\n", phase[ph], c.total[ph], c.exposed[ph],
+                    100.0 * c.overlap[ph]);
     }
 }
 
@@ -818,6 +888,39 @@ out:
 }
 #endif
 
+static int cmd_plan(int argc, char **argv)
+{
+    opts o;
+    if (parse_opts(argc, argv, &o, "plan", 0))
+        return EXIT_USAGE;
+    if (o.help) {
+        usage_cmd(stdout, "plan");
+        return EXIT_OK;
+    }
+    ps_problem *pb = NULL;
+    ps_schedule *s = NULL;
+    int rc = build_problem(&o, &pb);
+    if (rc)
+        return cli_exit_code(rc);
+    int ex = make_schedule(pb, &s);
+    FILE *f = stdout;
+    if (!ex && o.output && !(f = fopen(o.output, "w"))) {
+        fprintf(stderr, "pipesched: cannot write %s\n", o.output);
+        ex = EXIT_USAGE;
+    }
+    if (!ex) {
+        ex = cli_plan(f, pb, s, o.method < 0 ? PS_PLANNER_ADAPTIVE : o.method, (int)o.fstage,
+                      (int)o.bstage, o.json);
+        if (f != stdout && fclose(f) && !ex) {
+            fprintf(stderr, "pipesched: cannot write %s\n", o.output);
+            ex = EXIT_INTERNAL;
+        }
+    }
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return ex;
+}
+
 static int demo_one(const char *family, int pp, int vpp, int m)
 {
     ps_problem *pb = NULL;
@@ -901,7 +1004,7 @@ int main(int argc, char **argv)
 #ifdef PS_HAVE_EXEC
                 {"run", cmd_run},
 #endif
-                {"demo", cmd_demo}};
+                {"plan", cmd_plan},         {"demo", cmd_demo}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name))
             return cmds[i].fn(argc - 1, argv + 1);
