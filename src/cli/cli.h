@@ -27,5 +27,7 @@ int cli_parse_method(const char *name);
  * (fstage/bstage < 0: defaults) to f. Returns the exit status. */
 int cli_plan(FILE *f, const ps_problem *pb, const ps_schedule *s, int method, int fstage,
              int bstage, int json);
+/* The MoE part of `pipesched demo`: Adaptive Pipe on the given config (JSON text). */
+int cli_demo_moe(FILE *f, const char *json, const char *source);
 
 #endif
