@@ -196,6 +196,22 @@ static void bench_config(const char *path, int quick)
     ps_problem_set_schedule(pb, family);
     ps_problem_set_int(pb, PS_PARAM_VPP, vpp);
 
+    /* Whole-iteration overlap against the number of micro-batches (the steady phase grows,
+     * warm-up and cool-down stay): the config's schedule under the adaptive planner. */
+    printf("EP all-to-all hidden, %s, against m:\n  %6s %12s %9s %9s %9s %9s\n", family, "m",
+           "makespan", "warm-up", "steady", "cool-down", "whole");
+    for (long long mm = mb; mm <= 16 * mb && mm <= (quick ? 4 * mb : 16 * mb); mm *= 2) {
+        ps_metrics met;
+        ps_comm_metrics c;
+        ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, mm);
+        if (simulate(pb, PS_PLANNER_ADAPTIVE, &met, &c, NULL))
+            break;
+        printf("  %6lld %12.1f %8.2f%% %8.2f%% %8.2f%% %8.2f%%\n", mm, met.makespan,
+               100 * c.overlap[PS_PHASE_WARMUP], 100 * c.overlap[PS_PHASE_STEADY],
+               100 * c.overlap[PS_PHASE_COOLDOWN], 100 * c.overlap[PS_PHASE_ALL]);
+    }
+    ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, mb);
+
     /* 3. one scenario end to end. */
     int reps = quick ? 5 : 50;
     double t[50];

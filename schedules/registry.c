@@ -56,6 +56,21 @@ const ps__family ps__families[] = {
     ROW(zb_auto, "zb-auto", "zb-greedy,zero-bubble-auto,ZBAuto",
         "cost- and memory-aware zero-bubble list scheduler (per-stage f, b, w, c, memory limit)",
         "vpp = 1 (loop) or 2 (V placement); any m >= 1", PS__PLACE_V, 0, 3),
+    ROW(dualpipe, "dualpipe", "DualPipe",
+        "DeepSeek's DualPipe: two model copies fed from both ends, 8-step program with fused "
+        "forward-backward pairs and deferred weight gradients",
+        "vpp = 1 (two model copies, 2 pp stages); pp even, m even, m >= 2 pp", PS__PLACE_BIDIR, 1,
+        3),
+    ROW(dualpipev, "dualpipev", "DualPipeV,ScheduleDualPipeV",
+        "DualPipe cut in half: the same 8-step program on V placement, one model copy",
+        "vpp = 2 (V placement); m >= 2 pp", PS__PLACE_V, 2, 3),
+    ROW(adaptive, "adaptive", "adaptive-pipe,AdaptivePipe,combined-1f1b,fb-overlap",
+        "Adaptive Pipe: interleaved 1F1B with extra_warmup (default 1) more warm-up forwards, "
+        "every steady step one fused forward-backward pair; split_backward runs the "
+        "cool-down's backwards as I then W",
+        "interleaved's table: vpp > 1 needs pp <= group_size <= m and m mod group_size = 0 or "
+        ">= pp (group_size defaults to pp); vpp = 1 (combined 1F1B) takes any m >= 1",
+        PS__PLACE_LOOP, 0, 3),
 };
 
 const size_t ps__nfamilies = sizeof ps__families / sizeof ps__families[0];
@@ -172,10 +187,11 @@ int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
         return ps__seterr(s->err, PS_ERANGE,
                           "pp=%lld, vpp=%lld, m=%lld needs up to %lld actions; the limit is %lld",
                           pb->pp, v, pb->m, actions, PS_MAX_ACTIONS);
-    if (pb->group && strcmp(f->name, "interleaved") != 0)
+    int grouped = !strcmp(f->name, "interleaved") || !strcmp(f->name, "adaptive");
+    if (pb->group && !grouped)
         return ps__seterr(s->err, PS_EUNSUPPORTED,
-                          "group_size applies to the interleaved family only; %s has no group "
-                          "size to set",
+                          "group_size applies to the interleaved and adaptive families only; %s "
+                          "has no group size to set",
                           f->name);
     if ((pb->extra_warmup >= 0 || pb->split_bwd) && strcmp(f->name, "adaptive") != 0)
         return ps__seterr(s->err, PS_EUNSUPPORTED,
@@ -210,7 +226,7 @@ int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
     s->family = pb->family;
     s->placement = f->placement;
     s->param_copies = copies;
-    s->group = (p.v > 1 && strcmp(f->name, "interleaved") == 0) ? p.group : 0;
+    s->group = (p.v > 1 && grouped) ? p.group : 0;
     for (int32_t i = 0; i < s->nstages; i++)
         s->stage_rank[i] = place_stage(f->placement, i, p.p);
     if (copies == 1) {

@@ -24,6 +24,9 @@ PS__FAMILY_DECL(zb_v)
 PS__FAMILY_DECL(v_half)
 PS__FAMILY_DECL(v_min)
 PS__FAMILY_DECL(zb_auto)
+PS__FAMILY_DECL(dualpipe)
+PS__FAMILY_DECL(dualpipev)
+PS__FAMILY_DECL(adaptive)
 
 /*
  * Walks Megatron's schedule table (interleaved.c, and PyTorch's rules in interleaved-rounds and
@@ -71,5 +74,18 @@ int ps__rounds_check(const ps__params *p, const char *family, char *why);
 
 /* Shared by zb-h1 (c = 1) and zb-h2 (c = 2): see zb_h1.c. */
 void ps__zb_h_emit(ps_schedule *s, const ps__params *p, int32_t c);
+
+/*
+ * One rank of DualPipe's 8-step program (dualpipe.c), shared by DualPipe and DualPipeV. The
+ * program's rank count H and half rank h (the rank's position among them, h = H-1 being the
+ * middle), C micro-batches per phase; phase k runs stage[k] on micro-batches mb0[k] ..
+ * mb0[k] + C - 1, in order. Needs C >= 2H - h. Appends to rank's list.
+ */
+typedef struct ps__dual_rank {
+    int32_t H, h, C;
+    int32_t stage[2], mb0[2];
+} ps__dual_rank;
+
+void ps__dual_emit(ps_schedule *s, int32_t rank, const ps__dual_rank *d);
 
 #endif

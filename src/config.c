@@ -4,6 +4,10 @@
  * functions, so that a failing load leaves the problem exactly as it was. Every problem found is
  * reported in one message, each under its JSON path, because a user fixing a config file wants
  * the whole list at once rather than one error per run.
+ *
+ * The MoE blocks ("model", "cluster", "moe") describe one MoE model together. Their durations
+ * are derived (ps_moe_derive) or given, merged and checked while the config is checked, so
+ * that a derivation failure is one more reported item and applying cannot meet a new error.
  * SPDX-License-Identifier: MIT
  */
 #include "internal.h"
@@ -12,6 +16,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,8 +30,28 @@
 #define PATH_LEN 320
 /* Room for one reported item (path, message and a quoted value). */
 #define ITEM_LEN 768
+/* The limits of ps_moe_derive(): devices per node and nodes, bytes per element, latencies (in
+ * microseconds) and peak TFLOP/s. Other dimensions are at most PS_MAX_COST. */
+#define MAX_EP_COUNT 1e6
+#define MAX_BYTES 64
+#define MAX_LATENCY 1e9
+#define MAX_TFLOPS 1e9
+/* The largest compute slowdown ps_problem_set_moe() accepts. */
+#define MAX_SLOWDOWN 100
 
-enum { LEVEL_ROOT, LEVEL_COSTS, LEVEL_STAGE, LEVEL_MEMORY, LEVEL_STAGE_MEM, LEVEL_COUNT };
+enum {
+    LEVEL_ROOT,
+    LEVEL_COSTS,
+    LEVEL_STAGE,
+    LEVEL_MEMORY,
+    LEVEL_STAGE_MEM,
+    LEVEL_MODEL,
+    LEVEL_CLUSTER,
+    LEVEL_MOE,
+    LEVEL_LAYER,
+    LEVEL_DENSE_LAYER,
+    LEVEL_COUNT
+};
 
 enum {
     KEY_SCHEDULE,
@@ -34,15 +59,22 @@ enum {
     KEY_VPP,
     KEY_MICROBATCHES,
     KEY_GROUP_SIZE,
+    KEY_EXTRA_WARMUP,
+    KEY_SPLIT_BACKWARD,
     KEY_COSTS,
     KEY_STAGE_COSTS,
     KEY_MEMORY,
-    KEY_STAGE_MEMORY
+    KEY_STAGE_MEMORY,
+    KEY_MODEL,
+    KEY_CLUSTER,
+    KEY_MOE,
+    KEY_COUNT
 };
 
-static const char *const root_keys[] = {"schedule",     "pp",    "vpp",         "microbatches",
-                                        "group_size",   "costs", "stage_costs", "memory",
-                                        "stage_memory", NULL};
+static const char *const root_keys[] = {
+    "schedule",       "pp",    "vpp",         "microbatches", "group_size",   "extra_warmup",
+    "split_backward", "costs", "stage_costs", "memory",       "stage_memory", "model",
+    "cluster",        "moe",   NULL};
 /* Indexed by ps_cost. */
 static const char *const cost_keys[] = {"f", "b", "w", "c", "fb", NULL};
 static const char *const stage_keys[] = {"f", "b", "w", NULL};
@@ -50,10 +82,117 @@ static const char *const stage_keys[] = {"f", "b", "w", NULL};
 enum { MEM_LIMIT = 3 };
 static const char *const memory_keys[] = {"f", "b", "w", "limit", NULL};
 
-static const char *const *const level_keys[LEVEL_COUNT] = {root_keys, cost_keys, stage_keys,
-                                                           memory_keys, stage_keys};
-static const char *const level_names[LEVEL_COUNT] = {"$", "$.costs", "$.stage_costs[i]", "$.memory",
-                                                     "$.stage_memory[i]"};
+enum {
+    MOE_A2A,
+    MOE_PLANNER,
+    MOE_P2P,
+    MOE_SLOWDOWN,
+    MOE_LAYERS,
+    MOE_DENSE_LAYERS,
+    MOE_STAGE_LAYERS,
+    MOE_LAYER,
+    MOE_DENSE_LAYER,
+    MOE_KEY_COUNT
+};
+static const char *const moe_keys[] = {
+    "a2a",          "planner",      "p2p",   "slowdown",    "layers",
+    "dense_layers", "stage_layers", "layer", "dense_layer", NULL};
+/* Indexed by ps_a2a and ps_planner. */
+static const char *const a2a_names[] = {"auto", "flat", "hierarchical", NULL};
+static const char *const planner_names[] = {"adaptive", "mindspeed", "megatron", "serial", NULL};
+
+/*
+ * The fields of "model" (ps_model_dims) and "cluster" (ps_cluster): how each is read, its
+ * range, whether ps_moe_derive() needs it, and where it lives in the struct. A number field is
+ * a double in [lo, hi] (or (lo, hi] when strict); a whole field is a whole number stored as a
+ * double; an int32 field is an integer stored as int32_t; a flag is a boolean stored as 0/1.
+ */
+enum { FIELD_NUMBER, FIELD_WHOLE, FIELD_INT32, FIELD_FLAG };
+
+typedef struct field {
+    const char *name;
+    unsigned char kind;
+    bool required;
+    bool strict; /* the lower bound itself is excluded */
+    double lo, hi;
+    size_t off;
+} field;
+
+static const field model_fields[] = {
+    {"layers", FIELD_INT32, true, false, 1, PS_MAX_LAYERS, offsetof(ps_model_dims, layers)},
+    {"dense_layers", FIELD_INT32, false, false, 0, PS_MAX_LAYERS,
+     offsetof(ps_model_dims, dense_layers)},
+    {"hidden", FIELD_NUMBER, true, true, 0, PS_MAX_COST, offsetof(ps_model_dims, hidden)},
+    {"tokens", FIELD_NUMBER, true, true, 0, PS_MAX_COST, offsetof(ps_model_dims, tokens)},
+    {"seq_len", FIELD_NUMBER, false, false, 0, PS_MAX_COST, offsetof(ps_model_dims, seq_len)},
+    {"experts", FIELD_NUMBER, true, false, 1, PS_MAX_COST, offsetof(ps_model_dims, experts)},
+    {"top_k", FIELD_NUMBER, true, false, 1, PS_MAX_COST, offsetof(ps_model_dims, top_k)},
+    {"expert_ffn", FIELD_NUMBER, true, true, 0, PS_MAX_COST, offsetof(ps_model_dims, expert_ffn)},
+    {"shared_experts", FIELD_NUMBER, false, false, 0, PS_MAX_COST,
+     offsetof(ps_model_dims, shared_experts)},
+    {"shared_ffn", FIELD_NUMBER, false, false, 0, PS_MAX_COST, offsetof(ps_model_dims, shared_ffn)},
+    {"dense_ffn", FIELD_NUMBER, false, false, 0, PS_MAX_COST, offsetof(ps_model_dims, dense_ffn)},
+    {"attn_flops", FIELD_NUMBER, false, false, 0, PS_MAX_COST, offsetof(ps_model_dims, attn_flops)},
+    {"heads_dim", FIELD_NUMBER, false, false, 0, PS_MAX_COST, offsetof(ps_model_dims, heads_dim)},
+    {"bytes", FIELD_NUMBER, false, false, 0, MAX_BYTES, offsetof(ps_model_dims, bytes)},
+    {"permute_recompute", FIELD_FLAG, false, false, 0, 1,
+     offsetof(ps_model_dims, permute_recompute)},
+};
+/* Indices into model_fields and cluster_fields of the fields that other checks relate. */
+enum {
+    MODEL_LAYERS = 0,
+    MODEL_DENSE_LAYERS = 1,
+    MODEL_EXPERTS = 5,
+    MODEL_TOP_K = 6,
+    MODEL_DENSE_FFN = 10
+};
+
+static const field cluster_fields[] = {
+    {"devices_per_node", FIELD_WHOLE, true, false, 1, MAX_EP_COUNT,
+     offsetof(ps_cluster, devices_per_node)},
+    {"nodes", FIELD_WHOLE, true, false, 1, MAX_EP_COUNT, offsetof(ps_cluster, nodes)},
+    {"bw_intra", FIELD_NUMBER, true, false, 0, PS_MAX_COST, offsetof(ps_cluster, bw_intra)},
+    {"bw_inter", FIELD_NUMBER, true, false, 0, PS_MAX_COST, offsetof(ps_cluster, bw_inter)},
+    {"lat_intra", FIELD_NUMBER, false, false, 0, MAX_LATENCY, offsetof(ps_cluster, lat_intra)},
+    {"lat_inter", FIELD_NUMBER, false, false, 0, MAX_LATENCY, offsetof(ps_cluster, lat_inter)},
+    {"tflops", FIELD_NUMBER, true, true, 0, MAX_TFLOPS, offsetof(ps_cluster, tflops)},
+    {"efficiency", FIELD_NUMBER, true, true, 0, 1, offsetof(ps_cluster, efficiency)},
+    {"slowdown", FIELD_NUMBER, false, false, 0, MAX_SLOWDOWN, offsetof(ps_cluster, slowdown)},
+};
+enum { CLUSTER_DEVICES = 0, CLUSTER_NODES = 1, CLUSTER_BW_INTRA = 2, CLUSTER_BW_INTER = 3 };
+
+#define N_MODEL_FIELDS (sizeof model_fields / sizeof *model_fields)
+#define N_CLUSTER_FIELDS (sizeof cluster_fields / sizeof *cluster_fields)
+/* The most fields of one block, for the per-block "seen" flags. */
+#define MAX_FIELDS 16
+_Static_assert(N_MODEL_FIELDS <= MAX_FIELDS && N_CLUSTER_FIELDS <= MAX_FIELDS,
+               "MAX_FIELDS is too small");
+
+/* The key lists of the levels; NULL where level_key() computes them. */
+static const char *const *const level_keys[LEVEL_COUNT] = {
+    root_keys, cost_keys, stage_keys, memory_keys, stage_keys, NULL, NULL, moe_keys, NULL, NULL};
+static const char *const level_names[LEVEL_COUNT] = {
+    "$",         "$.costs", "$.stage_costs[i]", "$.memory",         "$.stage_memory[i]", "$.model",
+    "$.cluster", "$.moe",   "$.moe.layer",      "$.moe.dense_layer"};
+
+/*
+ * Key i of level (NULL past the last). The keys of a layer's durations are the names of the
+ * per-layer operations (ps_op_name), so that a new operation is a new key without an edit here.
+ */
+static const char *level_key(int level, int i)
+{
+    switch (level) {
+    case LEVEL_MODEL:
+        return (size_t)i < N_MODEL_FIELDS ? model_fields[i].name : NULL;
+    case LEVEL_CLUSTER:
+        return (size_t)i < N_CLUSTER_FIELDS ? cluster_fields[i].name : NULL;
+    case LEVEL_LAYER:
+    case LEVEL_DENSE_LAYER:
+        return i < PS_OP_LAYER_COUNT ? ps_op_name(i) : NULL;
+    default:
+        return level_keys[level][i];
+    }
+}
 
 /* The two per-stage arrays: the same shape, different value rules. */
 typedef struct stage_array {
@@ -65,22 +204,45 @@ typedef struct stage_array {
 static const stage_array stage_costs_array = {"$.stage_costs", LEVEL_STAGE, false};
 static const stage_array stage_memory_array = {"$.stage_memory", LEVEL_STAGE_MEM, true};
 
-/* The integer keys in root_keys order (KEY_PP .. KEY_GROUP_SIZE) and their accepted ranges. */
+/* The integer keys in root_keys order (KEY_PP .. KEY_EXTRA_WARMUP) and their accepted ranges. */
+enum { N_INT_KEYS = KEY_EXTRA_WARMUP - KEY_PP + 1 };
 static const struct {
     ps_param param;
     long long lo, hi;
-} int_keys[] = {
+} int_keys[N_INT_KEYS] = {
     {PS_PARAM_PP, 1, PS_MAX_PP},
     {PS_PARAM_VPP, 1, PS_MAX_VPP},
     {PS_PARAM_MICROBATCHES, 1, PS_MAX_MICROBATCHES},
     {PS_PARAM_GROUP_SIZE, 0, PS_MAX_MICROBATCHES},
+    {PS_PARAM_EXTRA_WARMUP, 0, PS_MAX_MICROBATCHES},
 };
+
+/* What the MoE blocks gave, checked key by key; check_moe_model() combines them. */
+typedef struct moe_input {
+    bool model_seen, cluster_seen, moe_seen; /* the blocks are present */
+    bool model_ok, cluster_ok;               /* ... and passed their own checks */
+    bool moe_object;                         /* "moe" is an object (its keys were read) */
+    ps_model_dims dims;
+    ps_cluster cluster;
+    bool seen[MOE_KEY_COUNT];  /* keys of "moe" present */
+    bool valid[MOE_KEY_COUNT]; /* ... and valid */
+    int a2a, planner;
+    double p2p, slowdown;
+    long long layers, dense_layers;
+    const cJSON *stage_layers; /* the checked array */
+    size_t n_stage_layers;
+    long long stage_layer_sum;
+    bool op_given[2][PS_OP_LAYER_COUNT]; /* [0] "layer", [1] "dense_layer" */
+    double op[2][PS_OP_LAYER_COUNT];
+} moe_input;
 
 /* Everything a config sets, checked but not yet applied. */
 typedef struct staged {
     const char *schedule; /* borrowed from the cJSON tree; NULL when absent */
-    bool has_int[4];
-    long long ints[4]; /* indexed by KEY_x - KEY_PP */
+    bool has_int[N_INT_KEYS];
+    long long ints[N_INT_KEYS]; /* indexed by KEY_x - KEY_PP */
+    bool has_split;
+    bool split;
     bool has_cost[5];
     double costs[5];     /* indexed by ps_cost */
     const cJSON *stages; /* the checked "stage_costs" array; NULL when absent */
@@ -92,6 +254,14 @@ typedef struct staged {
     ps_stage_mem mem;
     bool has_limit;
     double limit;
+    moe_input in;
+    /* The result of the MoE blocks: the model to install, the all-to-all estimate it was
+     * derived with (has_a2a) and its layers per stage (stage_layers; NULL = even split). */
+    bool has_moe, has_a2a;
+    ps_moe_model moe;
+    ps_a2a_info a2a;
+    const cJSON *stage_layers;
+    size_t n_stage_layers;
 } staged;
 
 /*
@@ -231,14 +401,16 @@ static size_t distance(const char *a, const char *b)
 }
 
 /*
- * Whether candidate is a plausible correction of word: at most 2 edits, and fewer edits than
- * the longer string has characters (otherwise "x" would "look like" every one-letter key).
+ * Whether candidate is a plausible correction of word: at most 2 edits (1 when neither has more
+ * than 3 characters), and fewer edits than the longer string has characters. Otherwise "x"
+ * would "look like" every one-letter key and "foo" like "moe".
  */
 static bool close_to(const char *word, const char *candidate, size_t *best)
 {
     size_t d = distance(word, candidate);
     size_t lw = strlen(word), lc = strlen(candidate);
-    if (d > 2 || d >= (lw > lc ? lw : lc) || d >= *best)
+    size_t longer = lw > lc ? lw : lc;
+    if (d > (longer > 3 ? 2u : 1u) || d >= longer || d >= *best)
         return false;
     *best = d;
     return true;
@@ -248,9 +420,10 @@ static const char *suggest_key(const char *key, int level)
 {
     const char *hit = NULL;
     size_t best = 3;
-    for (const char *const *k = level_keys[level]; *k; k++)
-        if (close_to(key, *k, &best))
-            hit = *k;
+    const char *k;
+    for (int i = 0; (k = level_key(level, i)) != NULL; i++)
+        if (close_to(key, k, &best))
+            hit = k;
     return hit;
 }
 
@@ -288,10 +461,12 @@ static bool is_space(char ch)
     return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
 }
 
-static int key_index(const char *const *keys, const char *key)
+/* The index of key among the keys of level, or -1. */
+static int key_index(int level, const char *key)
 {
-    for (int i = 0; keys[i]; i++)
-        if (strcmp(keys[i], key) == 0)
+    const char *k;
+    for (int i = 0; (k = level_key(level, i)) != NULL; i++)
+        if (strcmp(k, key) == 0)
             return i;
     return -1;
 }
@@ -386,8 +561,12 @@ static bool check_int(diag *d, const char *path, const cJSON *it, long long lo, 
     return true;
 }
 
-/* A finite cost in [0, PS_MAX_COST]; negative_ok admits any finite negative (the fb default). */
-static bool check_cost(diag *d, const char *path, const cJSON *it, bool negative_ok, double *out)
+/*
+ * A finite number in [lo, hi], or (lo, hi] when strict. Messages name the bound that was
+ * crossed: "must be >= 0, got -1", "must be > 0, got 0", "2 is beyond the limit 1".
+ */
+static bool check_number(diag *d, const char *path, const cJSON *it, double lo, bool strict,
+                         double hi, double *out)
 {
     if (!cJSON_IsNumber(it)) {
         report_type(d, path, "a number", it);
@@ -398,16 +577,66 @@ static bool check_cost(diag *d, const char *path, const cJSON *it, bool negative
         report(d, path, "expected a finite number, got a number beyond the range of a double");
         return false;
     }
-    if (v < 0 && !negative_ok) {
-        report(d, path, "must be >= 0, got %.15g", v);
+    if (strict ? !(v > lo) : v < lo) {
+        report(d, path, "must be %s %g, got %.15g", strict ? ">" : ">=", lo, v);
         return false;
     }
-    if (v > PS_MAX_COST) {
-        report(d, path, "%.15g is beyond the limit %g", v, PS_MAX_COST);
+    if (v > hi) {
+        report(d, path, "%.15g is beyond the limit %g", v, hi);
         return false;
     }
     *out = v;
     return true;
+}
+
+/* A finite cost in [0, PS_MAX_COST]; negative_ok admits any finite negative (the fb default). */
+static bool check_cost(diag *d, const char *path, const cJSON *it, bool negative_ok, double *out)
+{
+    return check_number(d, path, it, negative_ok ? -HUGE_VAL : 0.0, false, PS_MAX_COST, out);
+}
+
+static bool check_bool(diag *d, const char *path, const cJSON *it, bool *out)
+{
+    if (!cJSON_IsBool(it)) {
+        report_type(d, path, "a boolean", it);
+        return false;
+    }
+    *out = cJSON_IsTrue(it);
+    return true;
+}
+
+/*
+ * One of the strings names[] (exactly), whose index goes to *out. An unknown value is reported
+ * with the closest name, if one is close, and the list of names.
+ */
+static bool check_choice(diag *d, const char *path, const cJSON *it, const char *const *names,
+                         int *out)
+{
+    if (!cJSON_IsString(it)) {
+        report_type(d, path, "a string", it);
+        return false;
+    }
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(names[i], it->valuestring) == 0) {
+            *out = i;
+            return true;
+        }
+    }
+    if (!d->out) {
+        d->errors++;
+        return false;
+    }
+    char value[PATH_LEN] = "", hint[80] = "", list[160] = "";
+    quote_into(value, sizeof value, it->valuestring);
+    size_t best = 3;
+    for (int i = 0; names[i]; i++) {
+        if (close_to(it->valuestring, names[i], &best))
+            snprintf(hint, sizeof hint, "did you mean \"%s\"? ", names[i]);
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
+    }
+    report(d, path, "unknown value %s (%sknown: %s)", value, hint, list);
+    return false;
 }
 
 static void check_schedule(diag *d, const char *path, const cJSON *it, staged *st)
@@ -439,7 +668,7 @@ static void check_costs(diag *d, const cJSON *obj, staged *st)
     }
     bool seen[5] = {false};
     for (const cJSON *it = obj->child; it; it = it->next) {
-        int k = key_index(cost_keys, it->string);
+        int k = key_index(LEVEL_COSTS, it->string);
         if (k < 0) {
             report_unknown(d, "$.costs", it->string, LEVEL_COSTS);
             continue;
@@ -524,7 +753,7 @@ static void check_memory(diag *d, const cJSON *obj, staged *st)
     bool seen[4] = {false}, given[3] = {false}, bad = false;
     double v[3];
     for (const cJSON *it = obj->child; it; it = it->next) {
-        int k = key_index(memory_keys, it->string);
+        int k = key_index(LEVEL_MEMORY, it->string);
         if (k < 0) {
             report_unknown(d, "$.memory", it->string, LEVEL_MEMORY);
             continue;
@@ -568,7 +797,7 @@ static void check_stage(diag *d, const stage_array *sa, size_t i, const cJSON *o
     bool seen[3] = {false}, valid[3] = {false};
     double v[3];
     for (const cJSON *it = obj->child; it; it = it->next) {
-        int k = key_index(stage_keys, it->string);
+        int k = key_index(sa->level, it->string);
         if (k < 0) {
             report_unknown(d, parent, it->string, sa->level);
             continue;
@@ -616,11 +845,400 @@ static long check_stage_array(diag *d, const stage_array *sa, const cJSON *arr)
     return d->errors == before ? (long)n : -1;
 }
 
+/* ---- the MoE blocks ------------------------------------------------------------------------ */
+
+/* Reads field f of a "model" or "cluster" block from it into base (a ps_model_dims or a
+ * ps_cluster). */
+static bool check_field(diag *d, const char *path, const field *f, const cJSON *it, void *base)
+{
+    char *at = (char *)base + f->off;
+    long long n;
+    bool flag;
+    double v;
+    switch (f->kind) {
+    case FIELD_INT32:
+        if (!check_int(d, path, it, (long long)f->lo, (long long)f->hi, &n))
+            return false;
+        *(int32_t *)(void *)at = (int32_t)n;
+        return true;
+    case FIELD_WHOLE:
+        if (!check_int(d, path, it, (long long)f->lo, (long long)f->hi, &n))
+            return false;
+        *(double *)(void *)at = (double)n;
+        return true;
+    case FIELD_FLAG:
+        if (!check_bool(d, path, it, &flag))
+            return false;
+        *(int32_t *)(void *)at = flag ? 1 : 0;
+        return true;
+    default:
+        if (!check_number(d, path, it, f->lo, f->strict, f->hi, &v))
+            return false;
+        *(double *)(void *)at = v;
+        return true;
+    }
+}
+
+/*
+ * Checks a "model" or "cluster" object field by field into base, which starts zeroed (0 is each
+ * optional field's default). Required fields that are missing are reported. valid[k] says
+ * whether field k was given and valid. Returns whether the block had no error.
+ */
+static bool check_fields(diag *d, const cJSON *obj, int level, const field *fields, size_t n,
+                         void *base, bool *valid)
+{
+    const char *parent = level_names[level];
+    if (!cJSON_IsObject(obj)) {
+        report_type(d, parent, "an object", obj);
+        return false;
+    }
+    size_t before = d->errors;
+    bool seen[MAX_FIELDS] = {false};
+    char path[PATH_LEN];
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        int k = key_index(level, it->string);
+        if (k < 0) {
+            report_unknown(d, parent, it->string, level);
+            continue;
+        }
+        snprintf(path, sizeof path, "%s.%s", parent, fields[k].name);
+        if (seen[k]) {
+            report(d, path, "duplicate key");
+            valid[k] = false;
+            continue;
+        }
+        seen[k] = true;
+        valid[k] = check_field(d, path, &fields[k], it, base);
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (fields[k].required && !seen[k]) {
+            snprintf(path, sizeof path, "%s.%s", parent, fields[k].name);
+            report(d, path, "required key missing");
+        }
+    }
+    return d->errors == before;
+}
+
+static void check_model(diag *d, const cJSON *obj, moe_input *in)
+{
+    bool valid[MAX_FIELDS] = {false};
+    in->model_seen = true;
+    in->model_ok =
+        check_fields(d, obj, LEVEL_MODEL, model_fields, N_MODEL_FIELDS, &in->dims, valid);
+    const ps_model_dims *m = &in->dims;
+    if (valid[MODEL_LAYERS] && valid[MODEL_DENSE_LAYERS] && m->dense_layers > m->layers) {
+        report(d, "$.model.dense_layers", "must be <= $.model.layers (%d), got %d", (int)m->layers,
+               (int)m->dense_layers);
+        in->model_ok = false;
+    }
+    if (valid[MODEL_EXPERTS] && valid[MODEL_TOP_K] && m->top_k > m->experts) {
+        report(d, "$.model.top_k", "must be <= $.model.experts (%.15g), got %.15g", m->experts,
+               m->top_k);
+        in->model_ok = false;
+    }
+    /* Dense layers need an FFN size; a model without them does not. */
+    if (valid[MODEL_DENSE_LAYERS] && m->dense_layers > 0 && !(m->dense_ffn > 0)) {
+        if (valid[MODEL_DENSE_FFN])
+            report(d, "$.model.dense_ffn", "must be > 0 when $.model.dense_layers > 0, got 0");
+        else if (!cJSON_HasObjectItem(obj, "dense_ffn"))
+            report(d, "$.model.dense_ffn", "required key missing (the model has %d dense layers)",
+                   (int)m->dense_layers);
+        in->model_ok = false;
+    }
+}
+
+static void check_cluster(diag *d, const cJSON *obj, moe_input *in)
+{
+    bool valid[MAX_FIELDS] = {false};
+    in->cluster_seen = true;
+    in->cluster_ok =
+        check_fields(d, obj, LEVEL_CLUSTER, cluster_fields, N_CLUSTER_FIELDS, &in->cluster, valid);
+    /* A bandwidth may be 0 only where nothing travels over it: within a node of one device, or
+     * between the nodes of a one-node group. */
+    const ps_cluster *c = &in->cluster;
+    if (valid[CLUSTER_DEVICES] && valid[CLUSTER_BW_INTRA] && c->devices_per_node > 1 &&
+        !(c->bw_intra > 0)) {
+        report(d, "$.cluster.bw_intra", "must be > 0 when $.cluster.devices_per_node > 1, got 0");
+        in->cluster_ok = false;
+    }
+    if (valid[CLUSTER_NODES] && valid[CLUSTER_BW_INTER] && c->nodes > 1 && !(c->bw_inter > 0)) {
+        report(d, "$.cluster.bw_inter", "must be > 0 when $.cluster.nodes > 1, got 0");
+        in->cluster_ok = false;
+    }
+}
+
+/* "moe.layer" (dense = 0) or "moe.dense_layer" (dense = 1): durations by operation name. */
+static bool check_layer(diag *d, const cJSON *obj, int dense, moe_input *in)
+{
+    int level = dense ? LEVEL_DENSE_LAYER : LEVEL_LAYER;
+    const char *parent = level_names[level];
+    if (!cJSON_IsObject(obj)) {
+        report_type(d, parent, "an object", obj);
+        return false;
+    }
+    size_t before = d->errors;
+    bool seen[PS_OP_LAYER_COUNT] = {false};
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        int k = key_index(level, it->string);
+        if (k < 0) {
+            report_unknown(d, parent, it->string, level);
+            continue;
+        }
+        char path[PATH_LEN];
+        snprintf(path, sizeof path, "%s.%s", parent, ps_op_name(k));
+        if (seen[k]) {
+            report(d, path, "duplicate key");
+            in->op_given[dense][k] = false;
+            continue;
+        }
+        seen[k] = true;
+        double v;
+        if (!check_cost(d, path, it, false, &v))
+            continue;
+        if (dense && ps_op_is_comm(k) && v > 0) {
+            report(d, path, "must be 0 (a dense layer has no all-to-all), got %.15g", v);
+            continue;
+        }
+        in->op_given[dense][k] = true;
+        in->op[dense][k] = v;
+    }
+    return d->errors == before;
+}
+
+/* "moe.stage_layers": whole numbers of layers, one per model stage; their sum is checked
+ * against the model's layer count by check_moe_model(). */
+static bool check_stage_layers(diag *d, const cJSON *arr, moe_input *in)
+{
+    static const char path[] = "$.moe.stage_layers";
+    if (!cJSON_IsArray(arr)) {
+        report_type(d, path, "an array", arr);
+        return false;
+    }
+    size_t n = 0;
+    for (const cJSON *it = arr->child; it; it = it->next)
+        n++;
+    if (n > PS_MAX_STAGES) {
+        report(d, path, "%zu entries is beyond the limit %d", n, PS_MAX_STAGES);
+        return false;
+    }
+    size_t before = d->errors, i = 0;
+    long long sum = 0, v;
+    for (const cJSON *it = arr->child; it; it = it->next, i++) {
+        char item[48];
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        if (check_int(d, item, it, 0, PS_MAX_LAYERS, &v))
+            sum += v;
+    }
+    if (d->errors != before)
+        return false;
+    in->stage_layers = arr;
+    in->n_stage_layers = n;
+    in->stage_layer_sum = sum;
+    return true;
+}
+
+static void check_moe(diag *d, const cJSON *obj, moe_input *in)
+{
+    in->moe_seen = true;
+    if (!cJSON_IsObject(obj)) {
+        report_type(d, "$.moe", "an object", obj);
+        return;
+    }
+    in->moe_object = true;
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        int k = key_index(LEVEL_MOE, it->string);
+        if (k < 0) {
+            report_unknown(d, "$.moe", it->string, LEVEL_MOE);
+            continue;
+        }
+        char path[PATH_LEN];
+        snprintf(path, sizeof path, "$.moe.%s", moe_keys[k]);
+        if (in->seen[k]) {
+            report(d, path, "duplicate key");
+            in->valid[k] = false;
+            continue;
+        }
+        in->seen[k] = true;
+        bool ok = false;
+        switch (k) {
+        case MOE_A2A:
+            ok = check_choice(d, path, it, a2a_names, &in->a2a);
+            break;
+        case MOE_PLANNER:
+            ok = check_choice(d, path, it, planner_names, &in->planner);
+            break;
+        case MOE_P2P:
+            ok = check_cost(d, path, it, false, &in->p2p);
+            break;
+        case MOE_SLOWDOWN:
+            ok = check_number(d, path, it, 0, false, MAX_SLOWDOWN, &in->slowdown);
+            break;
+        case MOE_LAYERS:
+            ok = check_int(d, path, it, 1, PS_MAX_LAYERS, &in->layers);
+            break;
+        case MOE_DENSE_LAYERS:
+            ok = check_int(d, path, it, 0, PS_MAX_LAYERS, &in->dense_layers);
+            break;
+        case MOE_STAGE_LAYERS:
+            ok = check_stage_layers(d, it, in);
+            break;
+        case MOE_LAYER:
+        case MOE_DENSE_LAYER:
+            ok = check_layer(d, it, k == MOE_DENSE_LAYER, in);
+            break;
+        }
+        in->valid[k] = ok;
+    }
+    if (in->valid[MOE_LAYERS] && in->valid[MOE_DENSE_LAYERS] && in->dense_layers > in->layers) {
+        report(d, "$.moe.dense_layers", "must be <= $.moe.layers (%lld), got %lld", in->layers,
+               in->dense_layers);
+        in->valid[MOE_DENSE_LAYERS] = false;
+    }
+}
+
+/*
+ * Checks a derived model against the rules of ps_problem_set_moe(), for the durations the
+ * config did not override (those were checked as they were read). A derivation that broke them
+ * is reported under "$.model", since no key of the config holds the bad value.
+ */
+static void check_derived(diag *d, const moe_input *in, const ps_moe_model *m)
+{
+    for (int dense = 0; dense < 2; dense++) {
+        const ps_layer_cost *lc = dense ? &m->dense : &m->moe;
+        const char *name = dense ? "dense_layer" : "layer";
+        for (int k = 0; k < PS_OP_LAYER_COUNT; k++) {
+            double v = lc->t[k];
+            if (in->op_given[dense][k])
+                continue;
+            if (!isfinite(v) || v < 0 || v > PS_MAX_COST)
+                report(d, "$.model", "the derived duration %s.%s is %g, outside [0, %g]", name,
+                       ps_op_name(k), v, PS_MAX_COST);
+            else if (dense && ps_op_is_comm(k) && v > 0)
+                report(d, "$.model",
+                       "the derived duration dense_layer.%s is %g; a dense layer has no "
+                       "all-to-all",
+                       ps_op_name(k), v);
+        }
+    }
+    if (!in->valid[MOE_P2P] && !(isfinite(m->p2p) && m->p2p >= 0 && m->p2p <= PS_MAX_COST))
+        report(d, "$.model", "the derived p2p is %g, outside [0, %g]", m->p2p, PS_MAX_COST);
+    if (!in->valid[MOE_SLOWDOWN] &&
+        !(isfinite(m->slowdown) && m->slowdown >= 0 && m->slowdown <= MAX_SLOWDOWN))
+        report(d, "$.model", "the derived slowdown is %g, outside [0, %d]", m->slowdown,
+               MAX_SLOWDOWN);
+    if (!in->valid[MOE_PLANNER] &&
+        (m->planner < PS_PLANNER_ADAPTIVE || m->planner > PS_PLANNER_SERIAL))
+        report(d, "$.model", "the derivation chose an unknown planner %d", (int)m->planner);
+}
+
+/*
+ * Combines the three MoE blocks into one model, after the whole root has been read (the rules
+ * relate keys of different blocks, which may come in any order). With "model" and "cluster" the
+ * durations are derived, then overridden by the keys of "moe.layer" and "moe.dense_layer";
+ * without them "moe" gives the durations. On success st->has_moe is set.
+ */
+static void check_moe_model(diag *d, staged *st)
+{
+    const moe_input *in = &st->in;
+    bool derived = in->model_seen || in->cluster_seen;
+    if (!derived && !in->moe_seen)
+        return;
+    size_t before = d->errors;
+    ps_moe_model m;
+    ps_a2a_info info;
+    memset(&m, 0, sizeof m);
+    memset(&info, 0, sizeof info);
+    long long layers = -1; /* the model's layer count, once known to be valid */
+    bool inputs_ok;
+
+    if (derived) {
+        if (!in->cluster_seen)
+            report(d, "$.cluster",
+                   "required key missing (\"model\" is given, and the durations are derived "
+                   "from both)");
+        if (!in->model_seen)
+            report(d, "$.model",
+                   "required key missing (\"cluster\" is given, and the durations are derived "
+                   "from both)");
+        if (in->seen[MOE_LAYERS])
+            report(d, "$.moe.layers",
+                   "not allowed with \"model\" (the layer count is "
+                   "$.model.layers)");
+        if (in->seen[MOE_DENSE_LAYERS])
+            report(d, "$.moe.dense_layers",
+                   "not allowed with \"model\" (the dense layer count "
+                   "is $.model.dense_layers)");
+        if (in->model_ok)
+            layers = in->dims.layers;
+        inputs_ok = in->model_ok && in->cluster_ok && (!in->seen[MOE_A2A] || in->valid[MOE_A2A]);
+        if (inputs_ok) {
+            char err[512] = "";
+            int a2a = in->valid[MOE_A2A] ? in->a2a : PS_A2A_AUTO;
+            int rc = ps_moe_derive(&in->dims, &in->cluster, a2a, &m, &info, err, sizeof err);
+            if (rc) {
+                report(d, "$.model", "%s", err[0] ? err : ps_strerror(rc));
+                inputs_ok = false;
+            } else {
+                m.layers = in->dims.layers;
+                m.dense_layers = in->dims.dense_layers;
+            }
+        }
+    } else {
+        if (in->moe_object && !in->seen[MOE_LAYER])
+            report(d, "$.moe.layer",
+                   "required key missing (without \"model\" and \"cluster\", the durations are "
+                   "given here)");
+        if (in->moe_object && !in->seen[MOE_LAYERS])
+            report(d, "$.moe.layers",
+                   "required key missing (without \"model\", the layer count is given here)");
+        if (in->valid[MOE_A2A])
+            report(d, "$.moe.a2a",
+                   "applies only to durations derived from \"model\" and "
+                   "\"cluster\"");
+        if (in->valid[MOE_LAYERS])
+            layers = in->layers;
+        m.layers = (int32_t)in->layers;
+        m.dense_layers = in->valid[MOE_DENSE_LAYERS] ? (int32_t)in->dense_layers : 0;
+        inputs_ok = in->moe_object;
+    }
+
+    if (layers > 0 && in->valid[MOE_STAGE_LAYERS] && in->n_stage_layers > 0 &&
+        in->stage_layer_sum != layers)
+        report(d, "$.moe.stage_layers", "the entries sum to %lld, but the model has %lld layers",
+               in->stage_layer_sum, layers);
+
+    /* The overrides, over the derived values or over zeros. */
+    for (int dense = 0; dense < 2; dense++)
+        for (int k = 0; k < PS_OP_LAYER_COUNT; k++)
+            if (in->op_given[dense][k])
+                (dense ? &m.dense : &m.moe)->t[k] = in->op[dense][k];
+    if (in->valid[MOE_P2P])
+        m.p2p = in->p2p;
+    if (in->valid[MOE_SLOWDOWN])
+        m.slowdown = in->slowdown;
+    if (in->valid[MOE_PLANNER])
+        m.planner = in->planner;
+    if (derived && inputs_ok)
+        check_derived(d, in, &m);
+
+    if (!inputs_ok || d->errors != before)
+        return;
+    for (int k = 0; k < MOE_KEY_COUNT; k++)
+        if (in->seen[k] && !in->valid[k])
+            return;
+    st->has_moe = true;
+    st->moe = m;
+    st->has_a2a = derived;
+    st->a2a = info;
+    st->stage_layers = in->valid[MOE_STAGE_LAYERS] ? in->stage_layers : NULL;
+    st->n_stage_layers = in->valid[MOE_STAGE_LAYERS] ? in->n_stage_layers : 0;
+}
+
 static void check_root(diag *d, const cJSON *root, staged *st)
 {
-    bool seen[KEY_STAGE_MEMORY + 1] = {false};
+    bool seen[KEY_COUNT] = {false};
     for (const cJSON *it = root->child; it; it = it->next) {
-        int k = key_index(root_keys, it->string);
+        int k = key_index(LEVEL_ROOT, it->string);
         if (k < 0) {
             report_unknown(d, "$", it->string, LEVEL_ROOT);
             continue;
@@ -639,11 +1257,15 @@ static void check_root(diag *d, const cJSON *root, staged *st)
         case KEY_PP:
         case KEY_VPP:
         case KEY_MICROBATCHES:
-        case KEY_GROUP_SIZE: {
+        case KEY_GROUP_SIZE:
+        case KEY_EXTRA_WARMUP: {
             int i = k - KEY_PP;
             st->has_int[i] = check_int(d, path, it, int_keys[i].lo, int_keys[i].hi, &st->ints[i]);
             break;
         }
+        case KEY_SPLIT_BACKWARD:
+            st->has_split = check_bool(d, path, it, &st->split);
+            break;
         case KEY_COSTS:
             check_costs(d, it, st);
             break;
@@ -666,8 +1288,18 @@ static void check_root(diag *d, const cJSON *root, staged *st)
             }
             break;
         }
+        case KEY_MODEL:
+            check_model(d, it, &st->in);
+            break;
+        case KEY_CLUSTER:
+            check_cluster(d, it, &st->in);
+            break;
+        case KEY_MOE:
+            check_moe(d, it, &st->in);
+            break;
         }
     }
+    check_moe_model(d, st);
 }
 
 /* An empty staging struct for pb: "memory" merges into pb's current memory model. */
@@ -701,8 +1333,9 @@ static int report_all(ps_problem *pb, const cJSON *root)
         if (!(count.unsuggested & (1u << level)))
             continue;
         ps__adderr(pb->err, ". Known keys of %s:", level_names[level]);
-        for (const char *const *k = level_keys[level]; *k; k++)
-            ps__adderr(pb->err, "%s %s", k == level_keys[level] ? "" : ",", *k);
+        const char *k;
+        for (int i = 0; (k = level_key(level, i)) != NULL; i++)
+            ps__adderr(pb->err, "%s %s", i ? "," : "", k);
     }
     return PS_ECONFIG;
 }
@@ -778,15 +1411,38 @@ static int apply_stage_array(ps_problem *pb, const cJSON *arr, size_t n, const c
     return rc;
 }
 
+/* Copies the checked "moe.stage_layers" (none: the even split) and hands it to the setter. */
+static int apply_stage_layers(ps_problem *pb, const staged *st)
+{
+    size_t n = st->n_stage_layers;
+    int32_t *tmp = NULL;
+    if (n) {
+        tmp = ps__alloc(&pb->al, n, sizeof *tmp);
+        if (!tmp)
+            return ps__seterr(pb->err, PS_ENOMEM,
+                              "$.moe.stage_layers: out of memory for %zu entries", n);
+        size_t i = 0;
+        for (const cJSON *it = st->stage_layers->child; it; it = it->next, i++)
+            tmp[i] = (int32_t)it->valuedouble;
+    }
+    int rc = ps_problem_set_stage_layers(pb, tmp, n);
+    ps__free(&pb->al, tmp, n, sizeof *tmp);
+    if (rc == PS_ENOMEM)
+        ps__seterr(pb->err, rc, "$.moe.stage_layers: out of memory for %zu entries", n);
+    return rc;
+}
+
 /* The steps that cannot allocate, in a fixed order. */
 static int apply_scalars(ps_problem *pb, const staged *st)
 {
     int rc;
     if (st->schedule && (rc = ps_problem_set_schedule(pb, st->schedule)) != 0)
         return rc;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < N_INT_KEYS; i++)
         if (st->has_int[i] && (rc = ps_problem_set_int(pb, int_keys[i].param, st->ints[i])) != 0)
             return rc;
+    if (st->has_split && (rc = ps_problem_set_int(pb, PS_PARAM_SPLIT_BACKWARD, st->split)) != 0)
+        return rc;
     for (int k = 0; k < 5; k++)
         if (st->has_cost[k] && (rc = ps_problem_set_cost(pb, (ps_cost)k, st->costs[k])) != 0)
             return rc;
@@ -794,21 +1450,33 @@ static int apply_scalars(ps_problem *pb, const staged *st)
         return rc;
     if (st->has_limit && (rc = ps_problem_set_mem_limit(pb, st->limit)) != 0)
         return rc;
+    if (st->has_moe) {
+        if ((rc = ps_problem_set_moe(pb, &st->moe)) != 0)
+            return rc;
+        /* ps_problem_set_moe() forgets the estimate of an earlier derivation; a derived model
+         * keeps the one it was derived with, as ps_problem_set_moe_dims() does (the overrides
+         * do not change it: it describes the all-to-all algorithm and volumes). */
+        if (st->has_a2a) {
+            pb->a2a = st->a2a;
+            pb->has_a2a = 1;
+        }
+    }
     return 0;
 }
 
 /*
- * Applies checked values through the setters. Two steps allocate (the per-stage costs and the
- * per-stage memory), so the second can fail after the first has succeeded; the scalar setters
- * should not fail on values that passed the same checks, but are not trusted to. The load is
- * made atomic by undoing rather than by ordering: the arrays being replaced are detached from
- * pb before their setters run (so the setters do not free them) and the scalars are saved.
- * On any failure the new arrays are freed and the old ones and the scalars put back, which
- * needs no allocation and so cannot fail itself; on success the old arrays are freed.
+ * Applies checked values through the setters. Three steps allocate (the per-stage costs, the
+ * per-stage memory and the MoE model's layers per stage), so a later one can fail after an
+ * earlier one has succeeded; the scalar setters (the MoE model among them) should not fail on
+ * values that passed the same checks, but are not trusted to. The load is made atomic by undoing
+ * rather than by ordering: the arrays being replaced are detached from pb before their setters
+ * run (so the setters do not free them) and the scalars are saved. On any failure the new arrays
+ * are freed and the old ones and the scalars put back, which needs no allocation and so cannot
+ * fail itself; on success the old arrays are freed.
  */
 static int apply(ps_problem *pb, const staged *st)
 {
-    ps_problem saved = *pb; /* the scalars and the old arrays; err is not restored */
+    ps_problem saved = *pb; /* the scalars, the MoE model and the old arrays; err is not restored */
     if (st->stages) {
         pb->stage_costs = NULL;
         pb->n_stage_costs = 0;
@@ -817,6 +1485,10 @@ static int apply(ps_problem *pb, const staged *st)
         pb->stage_mem = NULL;
         pb->n_stage_mem = 0;
     }
+    if (st->has_moe) {
+        pb->stage_layers = NULL;
+        pb->n_stage_layers = 0;
+    }
     int rc = 0;
     if (st->stages)
         rc = apply_stage_array(pb, st->stages, st->n_stages, "stage_costs",
@@ -824,6 +1496,8 @@ static int apply(ps_problem *pb, const staged *st)
     if (!rc && st->mem_stages)
         rc = apply_stage_array(pb, st->mem_stages, st->n_mem_stages, "stage_memory",
                                ps_problem_set_stage_memory);
+    if (!rc && st->has_moe)
+        rc = apply_stage_layers(pb, st);
     if (!rc)
         rc = apply_scalars(pb, st);
     if (rc) {
@@ -831,6 +1505,8 @@ static int apply(ps_problem *pb, const staged *st)
             ps__free(&pb->al, pb->stage_costs, pb->n_stage_costs, sizeof *pb->stage_costs);
         if (st->mem_stages)
             ps__free(&pb->al, pb->stage_mem, pb->n_stage_mem, sizeof *pb->stage_mem);
+        if (st->has_moe)
+            ps__free(&pb->al, pb->stage_layers, pb->n_stage_layers, sizeof *pb->stage_layers);
         memcpy(saved.err, pb->err, sizeof saved.err);
         *pb = saved;
         return rc;
@@ -839,6 +1515,8 @@ static int apply(ps_problem *pb, const staged *st)
         ps__free(&pb->al, saved.stage_costs, saved.n_stage_costs, sizeof *saved.stage_costs);
     if (st->mem_stages)
         ps__free(&pb->al, saved.stage_mem, saved.n_stage_mem, sizeof *saved.stage_mem);
+    if (st->has_moe)
+        ps__free(&pb->al, saved.stage_layers, saved.n_stage_layers, sizeof *saved.stage_layers);
     return 0;
 }
 

@@ -34,8 +34,10 @@ typedef struct loader {
     int64_t ncompute, ncomm;
     int32_t max_stage, max_mb;
     int lowered;
-    int64_t *caps, *lcaps; /* per-rank counts of compute and of all actions */
-    int32_t want_stage;    /* the stage find_cell() looks for */
+    int64_t *caps, *lcaps;  /* per-rank counts of compute and of all actions */
+    int32_t want_stage;     /* the stage find_cell() looks for */
+    int32_t *mb_lo, *mb_hi; /* per micro-batch, the lowest and highest stage it runs on */
+    int32_t span_m;
     int64_t found_line;
     size_t found_col;
     char err[PS__ERRLEN];
@@ -211,6 +213,50 @@ static int count_cell(loader *ld, const cell *c)
     return 0;
 }
 
+/* Stage span of each micro-batch, for the path inference of load(). */
+static void span_one(loader *ld, int32_t stage, int32_t mb)
+{
+    if (mb < 0 || mb >= ld->span_m)
+        return;
+    if (ld->mb_lo[mb] < 0 || stage < ld->mb_lo[mb])
+        ld->mb_lo[mb] = stage;
+    if (stage > ld->mb_hi[mb])
+        ld->mb_hi[mb] = stage;
+}
+
+static int span_cell(loader *ld, const cell *c)
+{
+    if (is_comm(c->a.kind))
+        return 0;
+    span_one(ld, c->a.stage, c->a.mb);
+    if (c->a.kind == PS_FB)
+        span_one(ld, c->a.bstage, c->a.bmb);
+    return 0;
+}
+
+/*
+ * The paths of a table: one through all stages, unless the micro-batches split in two
+ * groups, the first running stages 0..k only and the rest k+1..S-1 only (DualPipe's two
+ * model copies). Returns the split micro-batch j (0 = one path) and stage k + 1 in *cut.
+ */
+static int32_t infer_paths(const loader *ld, int32_t nstages, int32_t *cut)
+{
+    int32_t m = ld->span_m, j = 0;
+    *cut = 0;
+    if (m < 2 || ld->mb_lo[0] != 0 || ld->mb_hi[0] >= nstages - 1)
+        return 0;
+    int32_t k = ld->mb_hi[0];
+    while (j < m && ld->mb_lo[j] == 0 && ld->mb_hi[j] == k)
+        j++;
+    if (j == m)
+        return 0;
+    for (int32_t i = j; i < m; i++)
+        if (ld->mb_lo[i] != k + 1 || ld->mb_hi[i] != nstages - 1)
+            return 0;
+    *cut = k + 1;
+    return j;
+}
+
 static int find_cell(loader *ld, const cell *c)
 {
     if (c->a.stage != ld->want_stage && !(c->a.kind == PS_FB && c->a.bstage == ld->want_stage))
@@ -329,7 +375,16 @@ static int load(loader *ld)
         return oom(ld);
     ld->lcaps = ld->caps + ld->rows;
     walk(ld, count_cell);
-    rc = ps__schedule_alloc(s, ld->rows, nstages, m, 1, ld->caps, 0, nstages);
+    ld->span_m = m;
+    ld->mb_lo = ps__alloc(&s->al, 2 * (size_t)m, sizeof *ld->mb_lo);
+    if (!ld->mb_lo)
+        return oom(ld);
+    ld->mb_hi = ld->mb_lo + m;
+    for (int32_t i = 0; i < m; i++)
+        ld->mb_lo[i] = ld->mb_hi[i] = -1;
+    walk(ld, span_cell);
+    int32_t cut, split = infer_paths(ld, nstages, &cut);
+    rc = ps__schedule_alloc(s, ld->rows, nstages, m, split ? 2 : 1, ld->caps, 0, nstages);
     if (rc)
         return oom(ld);
     if (ld->lowered && (rc = alloc_lowered(ld)) != 0)
@@ -346,11 +401,27 @@ static int load(loader *ld)
                               "stage %d appears in no row; every stage 0..%d must be on a rank",
                               (int)i, (int)nstages - 1);
 
-    /* A table has no family, so it runs the one natural path through all stages. */
-    ps__schedule_single_path(s);
+    /* A table has no family: it runs the one natural path through all stages, or two when
+     * its micro-batches split over two disjoint halves of the stages (two model copies). */
+    if (split) {
+        for (int32_t i = 0; i < nstages; i++)
+            s->path_stages[i] = i;
+        s->path_off[0] = 0;
+        s->path_off[1] = cut;
+        s->path_off[2] = nstages;
+        s->path_len[0] = cut;
+        s->path_len[1] = nstages - cut;
+        s->path_mb0[0] = 0;
+        s->path_mbn[0] = split;
+        s->path_mb0[1] = split;
+        s->path_mbn[1] = m - split;
+        ps__schedule_index_paths(s);
+    } else {
+        ps__schedule_single_path(s);
+    }
     s->family = -1;
     s->placement = PS__PLACE_CUSTOM;
-    s->param_copies = 1;
+    s->param_copies = split ? 2 : 1;
     s->group = 0;
     s->lowered = ld->lowered;
     return 0;
@@ -387,6 +458,8 @@ int ps_schedule_load_csv(ps_schedule *s, const char *text, size_t len, ps_csv_fo
         rc = load(&ld);
     if (ld.caps)
         ps__free(&s->al, ld.caps, 2 * (size_t)ld.rows, sizeof *ld.caps);
+    if (ld.mb_lo)
+        ps__free(&s->al, ld.mb_lo, 2 * (size_t)ld.span_m, sizeof *ld.mb_lo);
     if (rc) {
         /* Never leave a half-built schedule behind: clearing also wipes s->err. */
         ps__schedule_clear(s);

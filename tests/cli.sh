@@ -2,7 +2,7 @@
 # CLI tests: exit codes (0 ok, 1 invalid schedule, 2 usage/input) and the headline figures.
 # Usage: cli.sh PATH/TO/pipesched   (run from the tests/ folder)
 set -u
-bin=$1
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
@@ -35,7 +35,7 @@ contains() {
     fi
 }
 
-for c in list generate simulate check demo; do
+for c in list generate simulate check plan demo; do
     expect 0 "$c --help" -- "$bin" "$c" --help
     contains "$tmp/out" "usage: pipesched $c" "$c --help text"
 done
@@ -44,7 +44,39 @@ expect 2 "no command" -- "$bin"
 expect 2 "unknown command" -- "$bin" frobnicate
 expect 0 "list" -- "$bin" list
 contains "$tmp/out" "Interleaved1F1B" "list shows PyTorch aliases"
-expect 0 "demo" -- "$bin" demo
+expect 0 "demo" -- env -C "$tmp" "$bin" demo
+contains "$tmp/out" "Adaptive Pipe on Pangu Ultra MoE 718B" "demo shows Adaptive Pipe on Pangu"
+contains "$tmp/out" "hierarchical" "demo names the all-to-all choice"
+
+# plan: the overlap planner on a fused pair
+cat >"$tmp/plan.json" <<'JSON'
+{"schedule": "adaptive", "pp": 2, "vpp": 1, "microbatches": 4,
+ "moe": {"layers": 2,
+  "layer": {"attn": 2, "dispatch": 1, "mlp": 2, "combine": 1, "combine_b": 1, "mlp_dx": 2,
+            "dispatch_b": 1, "attn_dx": 2, "mlp_dw": 2, "attn_dw": 1}}}
+JSON
+expect 0 "plan" -- "$bin" plan --config "$tmp/plan.json"
+contains "$tmp/out" "duration 11.000  compute 11.000  all-to-all 4.000  exposed 0.000  overlap 100.0%" \
+    "plan: hand-worked fused pair (tests/test-plan.c sim_moe_adaptive)"
+contains "$tmp/out" "serial           15.000" "plan: serial comparison"
+expect 0 "plan --json" -- "$bin" plan --config "$tmp/plan.json" --json --method megatron
+contains "$tmp/out" '"pair":{"method":"megatron","forward_stage":0,"backward_stage":0,"duration":11,' \
+    "plan json"
+expect 2 "plan without a MoE model" -- "$bin" plan -s 1f1b
+contains "$tmp/err" "plan needs a MoE model" "plan without a model explained"
+expect 2 "plan bad method" -- "$bin" plan --config "$tmp/plan.json" --method fastest
+contains "$tmp/err" 'unknown planner method "fastest"' "bad method named"
+expect 2 "plan stage out of range" -- "$bin" plan --config "$tmp/plan.json" --bstage 2
+contains "$tmp/err" "--bstage 2 is out of range: the schedule has 2 model stages" "bad stage named"
+expect 2 "plan takes no --timed" -- "$bin" plan --config "$tmp/plan.json" --timed
+expect 0 "simulate with a MoE model" -- "$bin" simulate --config "$tmp/plan.json" --json
+contains "$tmp/out" '"makespan":61,' "adaptive MoE makespan 61 (worked by hand in test-plan)"
+contains "$tmp/out" '"steady":{"total":16,"exposed":0,"overlap":1}' "steady phase fully hidden"
+expect 0 "simulate adaptive --split-backward" -- "$bin" simulate -s adaptive -p 4 -v 2 -m 8 \
+    --split-backward --json
+contains "$tmp/out" '"makespan":55,' "split backward saves (p-2)w = 2 of 57"
+expect 2 "extra warm-up on 1f1b" -- "$bin" simulate -s 1f1b --extra-warmup 2
+contains "$tmp/err" "extra_warmup applies to the adaptive family only" "extra warm-up refused"
 
 expect 0 "interleaved 4x2x8" -- "$bin" simulate -s interleaved -p 4 -v 2 -m 8 --json
 contains "$tmp/out" '"makespan":57,' "interleaved p4 v2 m8 makespan 57"
@@ -72,7 +104,7 @@ expect 2 "list takes no pp" -- "$bin" list -p 4
 expect 2 "check takes no schedule" -- "$bin" check x.csv -s 1f1b
 expect 2 "timed csv" -- "$bin" generate --timed --format csv
 expect 2 "group size on gpipe" -- "$bin" generate -s gpipe --group-size 4
-contains "$tmp/err" "group_size applies to the interleaved family only" "group size refused"
+contains "$tmp/err" "group_size applies to the interleaved and adaptive families only" "group size refused"
 
 # CSV out and back in.
 expect 0 "csv out" -- "$bin" generate -s interleaved -p 4 -v 2 -m 8 --format csv -o "$tmp/s.csv"
@@ -132,6 +164,66 @@ if "$bin" help run >/dev/null 2>&1; then
     contains "$tmp/run.txt" "makespan error" "run -o writes the comparison to the file"
     expect 2 "run bad time scale" -- "$bin" run --time-scale 0
     expect 2 "run with --timed" -- "$bin" run --timed
+fi
+
+# SVG drawings (only when built with Graphviz: `help draw` succeeds).
+# is_svg FILE DESCRIPTION: FILE exists and starts with <?xml or <svg.
+is_svg() {
+    if [ -f "$1" ] && head -c 5 "$1" | grep -q '^<?xml\|^<svg'; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL: $2: $1 is not an SVG file"
+    fi
+}
+# absent FILE DESCRIPTION: a failed drawing leaves no file behind.
+absent() {
+    if [ -e "$1" ]; then
+        fail=$((fail + 1))
+        echo "FAIL: $2: $1 was written"
+    else
+        pass=$((pass + 1))
+    fi
+}
+if "$bin" help draw >/dev/null 2>&1; then
+    expect 0 "draw --help" -- "$bin" draw --help
+    contains "$tmp/out" "usage: pipesched draw" "draw --help text"
+    expect 0 "draw timeline" -- "$bin" draw --kind timeline -s 1f1b -p 4 -m 8 -o "$tmp/t.svg"
+    is_svg "$tmp/t.svg" "draw timeline"
+    contains "$tmp/t.svg" "makespan 33" "timeline title carries the makespan"
+    expect 0 "draw default kind" -- "$bin" draw -s zb-h1 -p 4 -m 8 -o "$tmp/z.svg"
+    is_svg "$tmp/z.svg" "draw without --kind draws a timeline"
+    expect 0 "draw dag" -- "$bin" draw --kind dag -s interleaved -p 2 -v 2 -m 4 -o "$tmp/d.svg"
+    is_svg "$tmp/d.svg" "draw dag"
+    contains "$tmp/d.svg" "critical path" "dag title"
+    expect 0 "draw to stdout" -- "$bin" draw -s 1f1b -p 2 -m 2 -o -
+    is_svg "$tmp/out" "draw -o - writes the SVG to stdout"
+    expect 2 "draw bad kind" -- "$bin" draw --kind pie -o "$tmp/pie.svg"
+    contains "$tmp/err" 'unknown kind "pie"' "bad kind named"
+    absent "$tmp/pie.svg" "draw bad kind"
+    expect 2 "draw to a missing folder" -- "$bin" draw -o "$tmp/none/t.svg"
+    contains "$tmp/err" "cannot write" "unwritable output named"
+    expect 2 "draw without -o" -- "$bin" draw --kind timeline
+    contains "$tmp/err" "draw needs -o FILE.svg" "missing -o"
+    expect 2 "draw dag too large" -- "$bin" draw --kind dag -s 1f1b -p 16 -m 64 -o "$tmp/big.svg"
+    contains "$tmp/err" "2048 actions" "too large dag refused"
+    absent "$tmp/big.svg" "draw dag too large"
+    expect 2 "draw bad schedule" -- "$bin" draw -s interleaved -p 4 -v 2 -m 3 -o "$tmp/bad.svg"
+    expect 2 "draw takes no --json" -- "$bin" draw --json -o "$tmp/j.svg"
+    expect 2 "draw overlap without a MoE model" -- "$bin" draw --kind overlap -o "$tmp/o.svg"
+    contains "$tmp/err" "needs a MoE model" "overlap needs a MoE model"
+    absent "$tmp/o.svg" "draw overlap without a MoE model"
+    cat >"$tmp/moe.json" <<'JSON'
+{"schedule": "1f1b", "pp": 4, "microbatches": 8,
+ "moe": {"layers": 8, "dense_layers": 0,
+  "layer": {"attn": 1, "dispatch": 0.8, "mlp": 1.5, "combine": 0.8, "combine_b": 0.8,
+            "mlp_dx": 1.5, "dispatch_b": 0.8, "attn_dx": 1, "mlp_dw": 1.5, "attn_dw": 0.8}}}
+JSON
+    expect 0 "draw overlap" -- "$bin" draw --kind overlap --config "$tmp/moe.json" -o "$tmp/o.svg"
+    is_svg "$tmp/o.svg" "draw overlap"
+    contains "$tmp/o.svg" "overlap " "overlap title"
+    expect 2 "draw overlap bad stage" -- "$bin" draw --kind overlap --config "$tmp/moe.json" \
+        --fstage 9 -o "$tmp/o2.svg"
 fi
 
 echo "cli: $pass passed, $fail failed"

@@ -1,9 +1,11 @@
 /*
- * Build-only check (STYLE.md): the public header compiles alone as C99 with -pedantic and
- * warnings as errors. Nothing here runs.
+ * Build-only check (STYLE.md): the public headers compile alone as C99 with -pedantic and
+ * warnings as errors (viz.h includes only pipesched.h, so it needs no Graphviz). Nothing here
+ * runs.
  * SPDX-License-Identifier: MIT
  */
 #include <pipesched/pipesched.h>
+#include <pipesched/viz.h>
 
 int main(void)
 {

@@ -522,6 +522,71 @@ START_TEST(sim_moe_classes)
 }
 END_TEST
 
+START_TEST(sim_moe_adaptive)
+{
+    /* Adaptive Pipe, p = 2, v = 1, m = 4, delta 1, a two-layer model (one MoE layer per
+     * stage): warm-up 2(p-r-1) + 1 = 3 and 1 forwards, then fused pairs.
+     *   rank 0: F0 F1 F2 FB(F3;B0) B1 B2 B3
+     *   rank 1: F0 FB(F1;B0) FB(F2;B1) FB(F3;B2) B3
+     * One layer of compute 2 / all-to-all 1 with dW mlp 2, attn 1: F alone 6, B alone 8
+     * (sim_moe_1f1b), and the fused pair hides every all-to-all: attn(F) 0-2 | combine_b 0-1,
+     * mlp_dx 2-4 | dispatch 2-3, mlp 4-6 | dispatch_b 4-5, then attn_dx, mlp_dw, attn_dw and
+     * combine under them: F&B = max(compute 11, all-to-all 4) = 11 (serial would be 15).
+     * Timeline: r0 F0 0-6 F1 6-12 F2 12-18; r1 F0 6-12, FB 12-23 (F1 arrives 12);
+     * r0 FB 23-34 (B0 arrives 23); r1 FB 23-34, FB 34-45 (F3 arrives 34); r0 B1 34-42,
+     * B2 45-53 (after r1's FB(F3;B2)); r1 B3 45-53; r0 B3 53-61: makespan 61. The steady
+     * steps are the fused pairs: 100% of their all-to-all hidden. */
+    double t[PS_OP_LAYER_COUNT];
+    one_layer(t, 2, 1);
+    t[PS_OP_MLP_DW] = 2, t[PS_OP_ATTN_DW] = 1;
+    ps_problem *pb = moe_problem(t, 2, 0);
+    ck_assert_int_eq(ps_problem_set_schedule(pb, "adaptive"), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_PP, 2), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_VPP, 1), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, 4), 0);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    char buf[512];
+    rank_string(s, 0, buf, sizeof buf);
+    ck_assert_str_eq(buf, "0F0 0F1 0F2 (0F3;0B0)OVERLAP_F_B 0B1 0B2 0B3");
+    rank_string(s, 1, buf, sizeof buf);
+    ck_assert_str_eq(buf, "1F0 (1F1;1B0)OVERLAP_F_B (1F2;1B1)OVERLAP_F_B (1F3;1B2)OVERLAP_F_B 1B3");
+    ck_assert_double_eq_tol(plan(pb, PS_PLANNER_ADAPTIVE, 2, 0, PS_B, 1).duration, 11, EPS);
+    ck_assert_double_eq_tol(plan(pb, PS_PLANNER_SERIAL, 2, 0, PS_B, 1).duration, 15, EPS);
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ps_metrics met;
+    ck_assert_int_eq(ps_sim_metrics(sim, &met), 0);
+    ck_assert_double_eq_tol(met.makespan, 61, EPS);
+    const double *st = ps_sim_starts(sim, 0), *en = ps_sim_ends(sim, 0);
+    ck_assert_double_eq_tol(st[3], 23, EPS);
+    ck_assert_double_eq_tol(en[3], 34, EPS);
+    ps_comm_metrics c;
+    ck_assert_int_eq(ps_sim_comm(sim, &c), 0);
+    ck_assert_double_eq_tol(c.total[PS_PHASE_STEADY], 4 * 4, EPS);
+    ck_assert_double_eq_tol(c.exposed[PS_PHASE_STEADY], 0, EPS);
+    ck_assert_double_eq_tol(c.overlap[PS_PHASE_STEADY], 1, EPS);
+    /* warm-up: 3 + 1 forwards, 2 of their 2 each exposed; cool-down: 3 + 1 B, 1 of 2 each */
+    ck_assert_double_eq_tol(c.total[PS_PHASE_WARMUP], 8, EPS);
+    ck_assert_double_eq_tol(c.exposed[PS_PHASE_WARMUP], 8, EPS);
+    ck_assert_double_eq_tol(c.total[PS_PHASE_COOLDOWN], 8, EPS);
+    ck_assert_double_eq_tol(c.exposed[PS_PHASE_COOLDOWN], 4, EPS);
+    /* The serial planner: every step is the sum of its operations. */
+    ps_moe_model m;
+    ck_assert_int_eq(ps_problem_get_moe(pb, &m), 0);
+    m.planner = PS_PLANNER_SERIAL;
+    ck_assert_int_eq(ps_problem_set_moe(pb, &m), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ck_assert_int_eq(ps_sim_comm(sim, &c), 0);
+    ck_assert_double_eq_tol(c.overlap[PS_PHASE_ALL], 0, EPS);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
 START_TEST(plan_alloc_failure)
 {
     double t[PS_OP_LAYER_COUNT];
@@ -561,6 +626,7 @@ static Suite *suite(void)
     tcase_add_test(tc, derive_compute);
     tcase_add_test(tc, sim_moe_1f1b);
     tcase_add_test(tc, sim_moe_classes);
+    tcase_add_test(tc, sim_moe_adaptive);
     tcase_add_test(tc, plan_alloc_failure);
     suite_add_tcase(s, tc);
     return s;

@@ -203,8 +203,8 @@ START_TEST(schedule_rejections_explain)
     ck_assert_int_eq(try_gen("gpipe", 4, 2, 8, 0, msg, sizeof msg), PS_EUNSUPPORTED);
     ck_assert_str_eq(msg, "gpipe needs vpp = 1; got vpp=2");
     ck_assert_int_eq(try_gen("gpipe", 4, 1, 8, 4, msg, sizeof msg), PS_EUNSUPPORTED);
-    ck_assert_str_eq(msg, "group_size applies to the interleaved family only; gpipe has no group "
-                          "size to set");
+    ck_assert_str_eq(msg, "group_size applies to the interleaved and adaptive families only; gpipe "
+                          "has no group size to set");
     /* 1F1B works for m < p. */
     ck_assert_int_eq(try_gen("1f1b", 8, 1, 3, 0, msg, sizeof msg), 0);
 }

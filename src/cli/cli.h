@@ -23,6 +23,11 @@ int cli_exit_code(int rc);
 
 /* Planner method by name (adaptive, mindspeed, megatron, serial), or -1 with a message. */
 int cli_parse_method(const char *name);
+/* The name of a planner method. */
+const char *cli_method_name(int method);
+/* The model stage (of `stages`) with the most MoE layers, the first of them: the typical
+ * chunk of the steady phase. */
+int cli_default_stage(const ps_problem *pb, int stages);
 /* `pipesched plan`: writes the plans of a fused pair and a warm-up chunk of s's model stages
  * (fstage/bstage < 0: defaults) to f. Returns the exit status. */
 int cli_plan(FILE *f, const ps_problem *pb, const ps_schedule *s, int method, int fstage,

@@ -8,7 +8,9 @@
  * SPDX-License-Identifier: MIT
  */
 #include "cli.h"
+#include "demo_config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -16,6 +18,9 @@
 
 #ifdef PS_HAVE_EXEC
 #include <pipesched/exec.h>
+#endif
+#ifdef PS_HAVE_VIZ
+#include <pipesched/viz.h>
 #endif
 
 #define CONFIG_LIMIT (64u << 20)
@@ -29,6 +34,7 @@ typedef struct opts {
     int split_backward, method;             /* method: -1 = not given */
     int timed, json, help;
     const char *file; /* check */
+    const char *kind; /* draw */
 } opts;
 
 /* Help line of each option, by letter, in the order commands list them. */
@@ -40,7 +46,7 @@ static const struct {
     {'p', "  -p, --pp N              pipeline ranks\n"},
     {'v', "  -v, --vpp N             chunks (virtual stages) per rank\n"},
     {'m', "  -m, --microbatches N    micro-batches per iteration\n"},
-    {'G', "      --group-size N      interleaved micro-batch group size (default pp)\n"},
+    {'G', "      --group-size N      interleaved/adaptive micro-batch group size (default pp)\n"},
     {'c', "      --costs SPEC        per-chunk costs, e.g. f=1,b=1,w=1,c=0 (fb = fused pair)\n"},
     {'M', "      --memory SPEC       memory per chunk: F adds f, I adds b, W adds w (f+b+w = 0),\n"
           "                          default f=1,b=-0.5,w=-0.5\n"},
@@ -48,7 +54,8 @@ static const struct {
           "                          schedule above it; zb-auto schedules under it\n"},
     {'D', "      --extra-warmup N    adaptive: extra warm-up forwards before the fused steady\n"
           "                          phase (default 1)\n"},
-    {'B', "      --split-backward    adaptive: I/W split in the cool-down, Ws fill its bubbles\n"},
+    {'B', "      --split-backward    adaptive: each cool-down backward as I then W, so the\n"
+          "                          input gradient leaves earlier\n"},
     {'C', "      --config FILE       JSON configuration (docs/config.md); flags override it\n"},
     {'P', "      --method NAME       planner: adaptive (default), mindspeed, megatron, serial\n"},
     {'F', "      --fstage N          model stage of the fused pair's forward (default: the\n"
@@ -60,6 +67,7 @@ static const struct {
     {'j', NULL}, /* per command */
     {'T', "      --trace FILE        write a Chrome/Perfetto trace (1 cost unit = 1 ms)\n"},
     {'S', "      --time-scale S      seconds of real time per cost unit (default 0.001)\n"},
+    {'k', "      --kind KIND         timeline (default), overlap or dag\n"},
     {'o', "  -o, --output FILE       write the output to FILE instead of stdout\n"},
     {'h', "  -h, --help              this help\n"},
 };
@@ -106,6 +114,17 @@ static const struct {
      "Megatron's fixed orders and serial execution. Times are in the model's unit\n"
      "(milliseconds when derived from dimensions).",
      NULL, "spvmGDBCPFKjoh", "      --json              the plans as JSON\n"},
+#ifdef PS_HAVE_VIZ
+    {"draw", "pipesched draw [--kind timeline|overlap|dag] -o FILE.svg [OPTIONS]",
+     "Draws as SVG (Graphviz). timeline: the simulated schedule, one lane per rank, a box\n"
+     "per action, the bubbles in grey; large timelines are cut to stay small and the\n"
+     "title says so. overlap: the fused pair that `pipesched plan` shows (--fstage,\n"
+     "--bstage, --method) on the compute and communication streams, the exposed\n"
+     "communication in red; needs a MoE model in the --config. dag: the dependencies of\n"
+     "a small schedule (at most 400 actions) with its critical path. -o - writes to\n"
+     "stdout.",
+     NULL, "kspvmGDBcMLCPFKoh", NULL},
+#endif
     {"demo", "pipesched demo",
      "Shows GPipe, 1F1B and interleaved 1F1B on 4 ranks with 8 micro-batches, timed,\n"
      "with their metrics.",
@@ -126,6 +145,9 @@ static void usage_main(FILE *f)
                "simulated\n"
 #endif
                "  plan                 overlap plan of a fused pair (MoE all-to-all)\n"
+#ifdef PS_HAVE_VIZ
+               "  draw                 SVG: timeline, overlap plan or dependency graph\n"
+#endif
                "  demo                 a short tour\n"
                "  help [COMMAND]       help on a command\n\n"
                "exit status: 0 ok, 1 invalid schedule, 2 usage or input error, 3 internal "
@@ -193,6 +215,8 @@ static const char *opt_name(int c)
         return "--fstage";
     case 'K':
         return "--bstage";
+    case 'k':
+        return "--kind";
     case 't':
         return "--timed";
     case 'j':
@@ -228,6 +252,7 @@ static int parse_opts(int argc, char **argv, opts *o, const char *cmd, int want_
         {"method", required_argument, NULL, 'P'},
         {"fstage", required_argument, NULL, 'F'},
         {"bstage", required_argument, NULL, 'K'},
+        {"kind", required_argument, NULL, 'k'},
         {"timed", no_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
@@ -308,6 +333,9 @@ static int parse_opts(int argc, char **argv, opts *o, const char *cmd, int want_
         case 'K':
             if (cli_parse_int("--bstage", optarg, 0, PS_MAX_STAGES - 1, &o->bstage))
                 return -1;
+            break;
+        case 'k':
+            o->kind = optarg;
             break;
         case 't':
             o->timed = 1;
@@ -921,6 +949,194 @@ static int cmd_plan(int argc, char **argv)
     return ex;
 }
 
+#ifdef PS_HAVE_VIZ
+/* Output of `draw`: the file is created on the first write, so that a failed drawing leaves
+ * no file behind. */
+typedef struct draw_out {
+    const char *path;
+    FILE *f;
+    int open_errno; /* fopen failed with this */
+} draw_out;
+
+static int draw_write(void *ud, const char *data, size_t len)
+{
+    draw_out *d = ud;
+    if (!d->f && !(d->f = strcmp(d->path, "-") ? fopen(d->path, "wb") : stdout)) {
+        d->open_errno = errno ? errno : EIO;
+        return -1;
+    }
+    return fwrite(data, 1, len, d->f) == len ? 0 : -1;
+}
+
+/* Reports a failed drawing: an output file that cannot be created is a usage error. */
+static int draw_report(int rc, const draw_out *out, const ps_viz *viz)
+{
+    if (rc == PS_EIO && out->open_errno) {
+        fprintf(stderr, "pipesched: cannot write %s: %s\n", out->path, strerror(out->open_errno));
+        return EXIT_USAGE;
+    }
+    return report("draw", rc, ps_viz_last_error(viz));
+}
+
+/* `draw --kind overlap`: plans one fused pair of s's model stages and draws it. */
+static int draw_overlap(const opts *o, const ps_problem *pb, const ps_schedule *s, ps_viz *viz,
+                        draw_out *out)
+{
+    int stages = ps_schedule_num_stages(s) / ps_schedule_param_copies(s);
+    int method = o->method < 0 ? PS_PLANNER_ADAPTIVE : o->method;
+    int fstage = (int)o->fstage, bstage = (int)o->bstage;
+    if (fstage >= stages || bstage >= stages) {
+        fprintf(stderr, "pipesched: --%s %d is out of range: the schedule has %d model stages\n",
+                fstage >= stages ? "fstage" : "bstage", fstage >= stages ? fstage : bstage, stages);
+        return EXIT_USAGE;
+    }
+    ps_plan *pl;
+    int rc = ps_plan_new(&pl, NULL);
+    if (rc)
+        return report("draw", rc, NULL);
+    int ex = EXIT_OK;
+    ps_moe_model moe;
+    if (ps_problem_get_moe(pb, &moe)) {
+        fprintf(stderr, "pipesched: draw --kind overlap needs a MoE model: a config with "
+                        "\"model\" and \"cluster\" blocks, or a \"moe\" block (docs/config.md)\n");
+        ex = EXIT_USAGE;
+        goto out;
+    }
+    /* The pair `pipesched plan` shows: the busiest stage's forward with its backward. */
+    if (fstage < 0)
+        fstage = cli_default_stage(pb, stages);
+    if (bstage < 0)
+        bstage = fstage;
+    if ((rc = ps_plan_step(pl, pb, method, stages, fstage, PS_B, bstage))) {
+        ex = report("draw", rc, ps_plan_last_error(pl));
+        goto out;
+    }
+    const ps_plan_op *ops;
+    size_t n = ps_plan_ops(pl, &ops);
+    ps_plan_stats st;
+    ps_plan_stats_get(pl, &st);
+    char title[256];
+    snprintf(title, sizeof title,
+             "%s: forward of model stage %d fused with the backward of stage %d, planner %s",
+             ps_schedule_family(s), fstage, bstage, cli_method_name(method));
+    if ((rc = ps_viz_overlap_svg(viz, ops, n, &st, title, draw_write, out)))
+        ex = draw_report(rc, out, viz);
+out:
+    ps_plan_free(pl);
+    return ex;
+}
+
+static int cmd_draw(int argc, char **argv)
+{
+    opts o;
+    if (parse_opts(argc, argv, &o, "draw", 0))
+        return EXIT_USAGE;
+    if (o.help) {
+        usage_cmd(stdout, "draw");
+        return EXIT_OK;
+    }
+    const char *kind = o.kind ? o.kind : "timeline";
+    if (strcmp(kind, "timeline") && strcmp(kind, "overlap") && strcmp(kind, "dag")) {
+        fprintf(stderr, "pipesched: unknown kind \"%s\" (timeline, overlap, dag)\n", kind);
+        return EXIT_USAGE;
+    }
+    if (!o.output) {
+        fprintf(stderr, "pipesched: draw needs -o FILE.svg (- for stdout)\n");
+        return EXIT_USAGE;
+    }
+    ps_problem *pb = NULL;
+    ps_schedule *s = NULL;
+    ps_sim *sim = NULL;
+    ps_viz *viz = NULL;
+    draw_out out = {o.output, NULL, 0};
+    int rc = build_problem(&o, &pb);
+    if (rc)
+        return cli_exit_code(rc);
+    int ex = make_schedule(pb, &s);
+    if (ex)
+        goto out;
+    if ((rc = ps_viz_new(&viz, NULL, NULL))) {
+        ex = report("draw", rc, NULL);
+        goto out;
+    }
+    if (!strcmp(kind, "overlap")) {
+        ex = draw_overlap(&o, pb, s, viz, &out);
+    } else if (!(ex = run_sim(s, pb, NULL, &sim))) {
+        rc = !strcmp(kind, "dag") ? ps_viz_dag_svg(viz, s, sim, draw_write, &out)
+                                  : ps_viz_timeline_svg(viz, s, sim, draw_write, &out);
+        if (rc)
+            ex = draw_report(rc, &out, viz);
+    }
+out:
+    if (out.f && out.f != stdout && fclose(out.f) && !ex) {
+        fprintf(stderr, "pipesched: writing %s failed\n", o.output);
+        ex = EXIT_INTERNAL;
+    }
+    ps_viz_free(viz);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return ex;
+}
+#endif
+
+#ifdef PS_HAVE_VIZ
+/* Closes a drawing's file; on failure removes it and returns the exit status. */
+static int demo_close(draw_out *out, int ex)
+{
+    if (out->f && fclose(out->f) && !ex) {
+        fprintf(stderr, "pipesched: writing %s failed\n", out->path);
+        ex = EXIT_INTERNAL;
+    }
+    out->f = NULL;
+    if (ex)
+        remove(out->path);
+    return ex;
+}
+
+/* The demo's drawings, in the current directory: the Pangu example's timeline under Adaptive
+ * Pipe and the overlap plan of one of its fused pairs. */
+static int demo_svgs(void)
+{
+    static const char *const tl = "pipesched-demo-timeline.svg", *const ov =
+                                                                     "pipesched-demo-overlap.svg";
+    ps_problem *pb = NULL;
+    ps_schedule *s = NULL;
+    ps_sim *sim = NULL;
+    ps_viz *viz = NULL;
+    draw_out a = {tl, NULL, 0}, b = {ov, NULL, 0};
+    int ex = EXIT_INTERNAL, rc;
+    if (ps_problem_new(&pb, NULL) ||
+        ps_problem_load_json(pb, PS_DEMO_PANGU_JSON, strlen(PS_DEMO_PANGU_JSON)))
+        goto out;
+    if ((ex = make_schedule(pb, &s)) || (ex = run_sim(s, pb, NULL, &sim)))
+        goto out;
+    if ((rc = ps_viz_new(&viz, NULL, NULL))) {
+        ex = report("demo", rc, NULL);
+        goto out;
+    }
+    if ((rc = ps_viz_timeline_svg(viz, s, sim, draw_write, &a)))
+        ex = draw_report(rc, &a, viz);
+    if ((ex = demo_close(&a, ex)))
+        goto out;
+    opts o;
+    memset(&o, 0, sizeof o);
+    o.method = -1;
+    o.fstage = o.bstage = -1;
+    ex = demo_close(&b, draw_overlap(&o, pb, s, viz, &b));
+    if (!ex)
+        printf("\nwrote %s (Adaptive Pipe on the Pangu example, every rank's timeline) and\n%s "
+               "(one fused pair on the compute and communication streams)\n",
+               tl, ov);
+out:
+    ps_viz_free(viz);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return ex;
+}
+#endif
+
 static int demo_one(const char *family, int pp, int vpp, int m)
 {
     ps_problem *pb = NULL;
@@ -965,8 +1181,15 @@ static int cmd_demo(int argc, char **argv)
     if (!ex)
         printf("1F1B matches GPipe's bubble with %s of its activation memory on rank 0; "
                "interleaving\nhalves the bubble in stage time at the price of more "
-               "in-flight chunks.\n",
+               "in-flight chunks.\n\n",
                "half");
+    if (!ex)
+        ex = cli_demo_moe(stdout, PS_DEMO_PANGU_JSON, "docs/examples/pangu-ultra-moe-718b.json");
+#ifdef PS_HAVE_VIZ
+    fflush(stdout);
+    if (!ex)
+        ex = demo_svgs();
+#endif
     return ex;
 }
 
@@ -1004,7 +1227,11 @@ int main(int argc, char **argv)
 #ifdef PS_HAVE_EXEC
                 {"run", cmd_run},
 #endif
-                {"plan", cmd_plan},         {"demo", cmd_demo}};
+                {"plan", cmd_plan},
+#ifdef PS_HAVE_VIZ
+                {"draw", cmd_draw},
+#endif
+                {"demo", cmd_demo}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name))
             return cmds[i].fn(argc - 1, argv + 1);

@@ -82,9 +82,12 @@ static void json_plan(FILE *f, const char *key, const ps_plan *pl, int method, i
     fprintf(f, "]}");
 }
 
-/* The model stage with the most MoE layers (the first of them): the steady state's typical
- * chunk. */
-static int default_stage(const ps_problem *pb, int stages)
+const char *cli_method_name(int method)
+{
+    return method >= 0 && method < 4 ? method_names[method] : "?";
+}
+
+int cli_default_stage(const ps_problem *pb, int stages)
 {
     ps_plan *pl;
     int best = 0, best_moe = -1;
@@ -123,7 +126,7 @@ int cli_plan(FILE *f, const ps_problem *pb, const ps_schedule *s, int method, in
         return EXIT_USAGE;
     }
     if (fstage < 0)
-        fstage = default_stage(pb, stages);
+        fstage = cli_default_stage(pb, stages);
     if (bstage < 0)
         bstage = fstage;
     ps_plan *pl;
