@@ -209,6 +209,11 @@ int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
                           "stages",
                           pb->n_stage_costs, pb->n_stage_costs == 1 ? "y" : "ies", f->name, pb->pp,
                           v, nstages);
+    if (pb->has_moe) {
+        int rc = ps__check_stage_layers(pb, (int32_t)(nstages / copies), s->err);
+        if (rc)
+            return rc;
+    }
     p.p = (int32_t)pb->pp;
     p.v = (int32_t)v;
     p.m = (int32_t)pb->m;

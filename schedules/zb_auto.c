@@ -725,6 +725,22 @@ int ps__zb_auto_generate(ps_schedule *s, const ps__params *p)
         fill_stage(g, p, st);
         g->rank = s->stage_rank[st];
     }
+    if (p->pb->has_moe) {
+        /* With a MoE model the simulator prices F, I and W with the overlap planner: schedule
+         * with the same durations. */
+        ps_stage_cost *mc = ps__alloc(&s->al, (size_t)z.ns, sizeof *mc);
+        int rc = mc ? ps__moe_stage_fbw(p->pb, z.ns, 1, mc, s->err) : PS_ENOMEM;
+        for (int32_t st = 0; st < z.ns && !rc; st++) {
+            z.st[st].f = mc[st].f;
+            z.st[st].b = mc[st].b;
+            z.st[st].w = mc[st].w;
+        }
+        ps__free(&s->al, mc, (size_t)z.ns, sizeof *mc);
+        if (rc) {
+            ps__free(&s->al, block, bytes, 1);
+            return rc == PS_ENOMEM ? ps__seterr(s->err, rc, "out of memory") : rc;
+        }
+    }
     for (int32_t st = 0; st < z.ns; st++) {
         zstage *g = &z.st[st];
         g->cin_f = st > 0 && z.st[st - 1].rank != g->rank ? c : 0;

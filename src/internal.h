@@ -222,6 +222,10 @@ const ps_plan_stats *ps__plan_stats(const ps_plan *pl);
  * even split with the shorter stages first). */
 void ps__stage_layer_range(const ps_problem *pb, int32_t stages, int32_t stage, int32_t *l0,
                            int32_t *n);
+/* The planned durations of F (f), I (b) and W (w) of every stage of a schedule with nstages
+ * stages and `copies` model copies under pb's MoE model (zb-auto schedules with them). */
+int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_stage_cost *out,
+                      char *err);
 /* PS_ECONFIG (message in err) when pb's stage_layers do not fit `stages` model stages. */
 int ps__check_stage_layers(const ps_problem *pb, int32_t stages, char *err);
 

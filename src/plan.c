@@ -771,3 +771,42 @@ size_t ps_plan_ops(const ps_plan *pl, const ps_plan_op **ops)
         *ops = pl && pl->have ? pl->ops : NULL;
     return pl && pl->have ? pl->nops : 0;
 }
+
+int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_stage_cost *out,
+                      char *err)
+{
+    int32_t ms = nstages / (copies > 0 ? copies : 1);
+    int rc = ps__check_stage_layers(pb, ms, err);
+    if (rc)
+        return rc;
+    ps_plan *pl;
+    if (ps_plan_new(&pl, &pb->al))
+        return ps__seterr(err, PS_ENOMEM, "out of memory");
+    const ps_moe_model *m = &pb->moe;
+    int32_t pd = -1, pn = -1; /* composition of the previous stage: reuse its plans */
+    for (int32_t s = 0; s < ms && !rc; s++) {
+        int32_t l0, n;
+        ps__stage_layer_range(pb, ms, s, &l0, &n);
+        int32_t nd = m->dense_layers - l0;
+        nd = nd < 0 ? 0 : (nd > n ? n : nd);
+        if (s > 0 && nd == pd && n == pn) {
+            out[s] = out[s - 1];
+            continue;
+        }
+        pd = nd;
+        pn = n;
+        double *v[3] = {&out[s].f, &out[s].b, &out[s].w};
+        for (int k = 0; k < 3 && !rc; k++) {
+            rc = k == 0 ? ps__plan_layers(pl, m, m->planner, l0, n, PS_B, 0, 0)
+                        : ps__plan_layers(pl, m, m->planner, 0, 0, k == 1 ? PS_I : PS_W, l0, n);
+            if (rc)
+                ps__seterr(err, rc, "overlap planner: %s", ps_plan_last_error(pl));
+            else
+                *v[k] = pl->stats.duration;
+        }
+    }
+    for (int32_t s = ms; s < nstages && !rc; s++)
+        out[s] = out[s % ms];
+    ps_plan_free(pl);
+    return rc;
+}

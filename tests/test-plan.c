@@ -587,6 +587,54 @@ START_TEST(sim_moe_adaptive)
 }
 END_TEST
 
+START_TEST(zb_auto_moe)
+{
+    /* zb-auto prices F, I and W with the planner when the problem has a MoE model: a model
+     * whose layer is compute only with attn 3, attn_dx 1, attn_dw 1 (one layer per stage)
+     * plans F = 3, I = 1, W = 1, so zb-auto must emit exactly the lists it emits for the
+     * costs f=3, b=1, w=1 without a model, and simulate to the same makespan. */
+    double t[PS_OP_LAYER_COUNT] = {0};
+    t[PS_OP_ATTN] = 3, t[PS_OP_ATTN_DX] = 1, t[PS_OP_ATTN_DW] = 1;
+    ps_problem *moe = moe_problem(t, 4, 0);
+    ps_problem *plain = make_problem("zb-auto", 4, 1, 8, 3, 1, 1, 0);
+    ck_assert_int_eq(ps_problem_set_schedule(moe, "zb-auto"), 0);
+    ck_assert_int_eq(ps_problem_set_int(moe, PS_PARAM_PP, 4), 0);
+    ck_assert_int_eq(ps_problem_set_int(moe, PS_PARAM_VPP, 1), 0);
+    ck_assert_int_eq(ps_problem_set_int(moe, PS_PARAM_MICROBATCHES, 8), 0);
+    ps_schedule *a, *b;
+    ck_assert_int_eq(ps_schedule_new(&a, NULL), 0);
+    ck_assert_int_eq(ps_schedule_new(&b, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(a, moe), 0);
+    ck_assert_int_eq(ps_schedule_generate(b, plain), 0);
+    for (int r = 0; r < 4; r++) {
+        char x[2048], y[2048];
+        rank_string(a, r, x, sizeof x);
+        rank_string(b, r, y, sizeof y);
+        ck_assert_str_eq(x, y);
+    }
+    ps_sim *sa, *sb;
+    ck_assert_int_eq(ps_sim_new(&sa, NULL), 0);
+    ck_assert_int_eq(ps_sim_new(&sb, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(sa, a, moe), 0);
+    ck_assert_int_eq(ps_sim_run(sb, b, plain), 0);
+    ps_metrics ma, mb;
+    ps_sim_metrics(sa, &ma);
+    ps_sim_metrics(sb, &mb);
+    ck_assert_double_eq_tol(ma.makespan, mb.makespan, EPS);
+    /* stage_layers that do not fit the schedule are refused at generation, by name */
+    int32_t sl[3] = {1, 1, 2};
+    ck_assert_int_eq(ps_problem_set_stage_layers(moe, sl, 3), 0);
+    ck_assert_int_eq(ps_schedule_generate(a, moe), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_schedule_last_error(a), "stage_layers has 3 entries"));
+    ps_sim_free(sa);
+    ps_sim_free(sb);
+    ps_schedule_free(a);
+    ps_schedule_free(b);
+    ps_problem_free(moe);
+    ps_problem_free(plain);
+}
+END_TEST
+
 START_TEST(plan_alloc_failure)
 {
     double t[PS_OP_LAYER_COUNT];
@@ -627,6 +675,7 @@ static Suite *suite(void)
     tcase_add_test(tc, sim_moe_1f1b);
     tcase_add_test(tc, sim_moe_classes);
     tcase_add_test(tc, sim_moe_adaptive);
+    tcase_add_test(tc, zb_auto_moe);
     tcase_add_test(tc, plan_alloc_failure);
     suite_add_tcase(s, tc);
     return s;
