@@ -416,6 +416,8 @@ static void export_trace(out *o, const ps_schedule *s, const ps_sim *sim, double
 {
     int first = 1;
     char name[128];
+    ps_comm_metrics cm;
+    int moe = ps_sim_comm(sim, &cm) == 0; /* planned with a MoE model */
     puts_(o, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
     for (int32_t r = 0; r < s->pp; r++) {
         putf(o,
@@ -430,6 +432,13 @@ static void export_trace(out *o, const ps_schedule *s, const ps_sim *sim, double
              "\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{"
              "\"name\":\"communication\"}}",
              r);
+        if (moe)
+            putf(o,
+                 ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":2,\"args\":{"
+                 "\"name\":\"compute stream (planned)\"}},"
+                 "\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":3,\"args\":{"
+                 "\"name\":\"all-to-all stream (planned)\"}}",
+                 r, r);
         first = 0;
     }
     for (int32_t r = 0; r < s->pp; r++) {
@@ -438,6 +447,19 @@ static void export_trace(out *o, const ps_schedule *s, const ps_sim *sim, double
             const ps_action *a = &s->acts[s->off[r] + i];
             ps__action_str(a, name, sizeof name);
             trace_event(o, &first, name, category(a), r, 0, st[i], en[i] - st[i]);
+            size_t nops;
+            int32_t l0[2];
+            const ps_plan_op *ops = ps__sim_moe_ops(sim, a, &nops, l0);
+            for (size_t k = 0; k < nops; k++) {
+                /* "F attn L3 (mb 5)": the part, the operation, its layer, the micro-batch */
+                const ps_plan_op *x = &ops[k];
+                int fwd = x->part == 0;
+                snprintf(name, sizeof name, "%s %s L%d (mb %d)", fwd ? "F" : "B", ps_op_name(x->op),
+                         (int)(x->layer + l0[x->part]),
+                         (int)(fwd || a->kind != PS_FB ? a->mb : a->bmb));
+                trace_event(o, &first, name, x->stream ? "moe_comm" : "moe_compute", r,
+                            2 + x->stream, st[i] + x->start, x->end - x->start);
+            }
             if (c <= 0)
                 continue;
             /* Transfers that leave this rank, on its communication track. */

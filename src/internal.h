@@ -264,6 +264,11 @@ void ps__action_str(const ps_action *a, char *buf, size_t n);
 /* The simulator's cost c (or another ps_cost) and the schedule its timeline belongs to. */
 double ps__sim_cost(const ps_sim *sim, int which);
 const ps_schedule *ps__sim_schedule(const ps_sim *sim);
+/* The planned operations of action a when sim ran with a MoE model (NULL, *n = 0, otherwise):
+ * times relative to the action's start, layers relative to the first layer of the part's
+ * stage, which first_layer[part] receives. */
+const ps_plan_op *ps__sim_moe_ops(const ps_sim *sim, const ps_action *a, size_t *n,
+                                  int32_t first_layer[2]);
 /* Replaces sim's timeline (which must be current) by start/end / unit, indexed like the
  * schedule's action array, and recomputes busy times and metrics (the executor's measured
  * run). Peaks are kept. PS_ESTATE when sim holds no current timeline. */

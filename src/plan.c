@@ -783,10 +783,14 @@ int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_
     if (ps_plan_new(&pl, &pb->al))
         return ps__seterr(err, PS_ENOMEM, "out of memory");
     const ps_moe_model *m = &pb->moe;
-    int32_t pd = -1, pn = -1; /* composition of the previous stage: reuse its plans */
+    int32_t pd = -1, pn = -1, next = 0; /* previous stage's composition: reuse its plans */
     for (int32_t s = 0; s < ms && !rc; s++) {
-        int32_t l0, n;
-        ps__stage_layer_range(pb, ms, s, &l0, &n);
+        int32_t l0 = next, n;
+        if (pb->n_stage_layers) /* explicit counts: the first layers add up */
+            n = pb->stage_layers[s];
+        else
+            ps__stage_layer_range(pb, ms, s, &l0, &n);
+        next = l0 + n;
         int32_t nd = m->dense_layers - l0;
         nd = nd < 0 ? 0 : (nd > n ? n : nd);
         if (s > 0 && nd == pd && n == pn) {

@@ -16,6 +16,7 @@
 /* A planned action: its duration and its all-to-all time, total and exposed. */
 typedef struct moe_cost {
     double dur, total, exposed;
+    size_t op0, nop; /* its planned operations: opool[op0 .. op0 + nop) */
 } moe_cost;
 
 struct ps_sim {
@@ -49,11 +50,14 @@ struct ps_sim {
      * (forward class, backward class, backward kind B/I) the fused pairs that occur. */
     int moe;
     int32_t nclass;
-    int32_t *stage_class;
-    size_t cap_class_stages;
+    int32_t *stage_class; /* nstages entries, then the first layer of each stage */
+    int32_t *stage_l0;
+    size_t cap_class_stages; /* stages the block has room for (2 int32 each) */
     struct moe_cost *cls, *fb;
     size_t ncls, nfb;
     ps_plan *plan;
+    ps_plan_op *opool; /* the operations of every plan above (for the trace) */
+    size_t nopool, capopool;
     ps_comm_metrics comm;
     uint64_t version; /* of the schedule when it was simulated */
     int have;
@@ -85,12 +89,15 @@ static void free_buffers(ps_sim *sim)
     ps__free(a, sim->rfree, (size_t)sim->cap_pp * PER_RANK, 8);
     ps__free(a, sim->sc, sim->nsc, sizeof *sim->sc);
     ps__free(a, sim->smem, sim->nsmem, sizeof *sim->smem);
-    ps__free(a, sim->stage_class, sim->cap_class_stages, sizeof *sim->stage_class);
+    ps__free(a, sim->stage_class, 2 * sim->cap_class_stages, sizeof *sim->stage_class);
     ps__free(a, sim->cls, sim->ncls, sizeof *sim->cls);
     ps__free(a, sim->fb, sim->nfb, sizeof *sim->fb);
     ps_plan_free(sim->plan);
+    ps__free(a, sim->opool, sim->capopool, sizeof *sim->opool);
+    sim->opool = NULL;
+    sim->nopool = sim->capopool = 0;
     sim->plan = NULL;
-    sim->stage_class = NULL;
+    sim->stage_class = sim->stage_l0 = NULL;
     sim->cls = sim->fb = NULL;
     sim->ncls = sim->nfb = sim->cap_class_stages = 0;
     sim->moe = 0;
@@ -175,7 +182,7 @@ static int current(const ps_sim *sim);
 /* The planned costs of action a in MoE mode. */
 static const moe_cost *moe_of(const ps_sim *sim, const ps_action *a)
 {
-    static const moe_cost none = {0, 0, 0};
+    static const moe_cost none = {0, 0, 0, 0, 0};
     const int32_t *c = sim->stage_class;
     switch (a->kind) {
     case PS_F:
@@ -462,6 +469,24 @@ static int plan_into(ps_sim *sim, const ps_moe_model *m, int32_t fl0, int32_t fn
     out->dur = st->duration;
     out->total = st->comm;
     out->exposed = st->exposed;
+    const ps_plan_op *ops;
+    size_t n = ps_plan_ops(sim->plan, &ops);
+    if (sim->nopool + n > sim->capopool) {
+        size_t cap = sim->capopool ? sim->capopool : 256;
+        while (cap < sim->nopool + n)
+            cap *= 2;
+        ps_plan_op *p = ps__realloc(&sim->al, sim->opool, sim->capopool, cap, sizeof *p);
+        if (!p)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        sim->opool = p;
+        sim->capopool = cap;
+    }
+    memcpy(sim->opool + sim->nopool, ops, n * sizeof *ops);
+    for (size_t k = 0; k < n; k++) /* layers relative to the chunk's first layer */
+        sim->opool[sim->nopool + k].layer -= sim->opool[sim->nopool + k].part ? bl0 : fl0;
+    out->op0 = sim->nopool;
+    out->nop = n;
+    sim->nopool += n;
     return 0;
 }
 
@@ -481,18 +506,24 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     if (!sim->plan && ps_plan_new(&sim->plan, &sim->al))
         return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
     if ((size_t)s->nstages > sim->cap_class_stages) {
-        int32_t *sc = ps__alloc(a, (size_t)s->nstages, sizeof *sc);
+        int32_t *sc = ps__alloc(a, 2 * (size_t)s->nstages, sizeof *sc);
         if (!sc)
             return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        ps__free(a, sim->stage_class, sim->cap_class_stages, sizeof *sim->stage_class);
+        ps__free(a, sim->stage_class, 2 * sim->cap_class_stages, sizeof *sim->stage_class);
         sim->stage_class = sc;
         sim->cap_class_stages = (size_t)s->nstages;
     }
+    sim->stage_l0 = sim->stage_class + sim->cap_class_stages;
     int32_t key[MAX_CLASSES][3]; /* dense count, MoE count, first layer */
-    int32_t nc = 0;
+    int32_t nc = 0, next = 0;
     for (int32_t st = 0; st < ms; st++) {
-        int32_t l0, n;
-        ps__stage_layer_range(pb, ms, st, &l0, &n);
+        int32_t l0 = next, n;
+        if (pb->n_stage_layers) /* explicit counts: the first layers add up */
+            n = pb->stage_layers[st];
+        else
+            ps__stage_layer_range(pb, ms, st, &l0, &n);
+        next = l0 + n;
+        sim->stage_l0[st] = l0;
         int32_t nd = m->dense_layers - l0;
         nd = nd < 0 ? 0 : (nd > n ? n : nd);
         int32_t c = 0;
@@ -509,8 +540,10 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         }
         sim->stage_class[st] = c;
     }
-    for (int32_t st = ms; st < s->nstages; st++)
+    for (int32_t st = ms; st < s->nstages; st++) {
         sim->stage_class[st] = sim->stage_class[st % ms];
+        sim->stage_l0[st] = sim->stage_l0[st % ms];
+    }
     ps__free(a, sim->cls, sim->ncls, sizeof *sim->cls);
     ps__free(a, sim->fb, sim->nfb, sizeof *sim->fb);
     sim->ncls = (size_t)nc * 4;
@@ -525,6 +558,7 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
     }
     sim->nclass = nc;
+    sim->nopool = 0;
     static const int bkinds[4] = {0, PS_I, PS_W, PS_B};
     for (int32_t c = 0; c < nc; c++) {
         int32_t l0 = key[c][2], n = key[c][0] + key[c][1];
@@ -586,6 +620,19 @@ static void comm_metrics(ps_sim *sim, const ps_schedule *s)
     }
     for (int ph = 0; ph < PS_PHASE_COUNT; ph++)
         c->overlap[ph] = c->total[ph] > 0 ? 1.0 - c->exposed[ph] / c->total[ph] : 1.0;
+}
+
+const ps_plan_op *ps__sim_moe_ops(const ps_sim *sim, const ps_action *a, size_t *n,
+                                  int32_t first_layer[2])
+{
+    *n = 0;
+    if (!current(sim) || !sim->moe)
+        return NULL;
+    const moe_cost *e = moe_of(sim, a);
+    first_layer[0] = sim->stage_l0[a->stage];
+    first_layer[1] = sim->stage_l0[a->kind == PS_FB ? a->bstage : a->stage];
+    *n = e->nop;
+    return e->nop ? sim->opool + e->op0 : NULL;
 }
 
 int ps_sim_comm(const ps_sim *sim, ps_comm_metrics *out)

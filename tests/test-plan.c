@@ -522,6 +522,25 @@ START_TEST(sim_moe_classes)
 }
 END_TEST
 
+/* ps_write_fn into a growing NUL-terminated buffer. */
+typedef struct textbuf {
+    char *p;
+    size_t n;
+} textbuf;
+
+static int textbuf_write(void *ud, const char *data, size_t len)
+{
+    textbuf *b = ud;
+    char *q = realloc(b->p, b->n + len + 1);
+    if (!q)
+        return -1;
+    memcpy(q + b->n, data, len);
+    b->n += len;
+    q[b->n] = 0;
+    b->p = q;
+    return 0;
+}
+
 START_TEST(sim_moe_adaptive)
 {
     /* Adaptive Pipe, p = 2, v = 1, m = 4, delta 1, a two-layer model (one MoE layer per
@@ -573,6 +592,18 @@ START_TEST(sim_moe_adaptive)
     ck_assert_double_eq_tol(c.exposed[PS_PHASE_WARMUP], 8, EPS);
     ck_assert_double_eq_tol(c.total[PS_PHASE_COOLDOWN], 8, EPS);
     ck_assert_double_eq_tol(c.exposed[PS_PHASE_COOLDOWN], 4, EPS);
+    /* The trace shows the planned operations on two more tracks of each rank, at the
+     * action's start plus their planned start: rank 1's FB(F1;B0) runs 12-23, its forward
+     * attention of layer 1 (stage 1) at 12 on the compute track (tid 2), the backward's
+     * combine_b of layer 1 for micro-batch 0 at 12 on the all-to-all track (tid 3). */
+    textbuf tb = {NULL, 0};
+    ck_assert_int_eq(ps_export(s, sim, PS_FORMAT_TRACE, textbuf_write, &tb), 0);
+    ck_assert_ptr_nonnull(strstr(tb.p, "\"name\":\"F attn L1 (mb 1)\",\"cat\":\"moe_compute\","
+                                       "\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":12000,"));
+    ck_assert_ptr_nonnull(strstr(tb.p, "\"name\":\"B combine_b L1 (mb 0)\",\"cat\":\"moe_comm\","
+                                       "\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":12000,"));
+    ck_assert_ptr_nonnull(strstr(tb.p, "all-to-all stream (planned)"));
+    free(tb.p);
     /* The serial planner: every step is the sum of its operations. */
     ps_moe_model m;
     ck_assert_int_eq(ps_problem_get_moe(pb, &m), 0);
