@@ -551,6 +551,30 @@ static void local_search(ps_plan *pl, cand *best)
     }
 }
 
+/*
+ * 1 when best provably cannot be improved: it lasts as long as one stream's total work (the
+ * compute stream needs at least its unstretched sum) and exposes no more all-to-all than the
+ * compute could not cover. The local search is skipped then.
+ */
+static int optimal(const ps_plan *pl, const cand *best)
+{
+    double comp = 0, comm = 0, a2a = 0;
+    for (size_t k = 0; k < pl->nn; k++) {
+        const pnode *x = &pl->n[k];
+        if (x->stream) {
+            comm += x->dur;
+            a2a += x->op == PS_OP_P2P ? 0 : x->dur;
+        } else {
+            comp += x->dur;
+        }
+    }
+    double lb = comp > comm ? comp : comm, tol = 1e-9 * (lb > 1 ? lb : 1);
+    /* while communication slows compute down, stretched compute may cover more: only a
+     * plan that exposes nothing is then known to be best */
+    double least_exposed = a2a > comp && pl->slowdown == 0 ? a2a - comp : 0;
+    return best->dur <= lb + tol && best->exp <= least_exposed + tol;
+}
+
 /* Serial plan: every operation after the previous one, forward part first. */
 static void serial(ps_plan *pl)
 {
@@ -640,7 +664,7 @@ int ps__plan_layers(ps_plan *pl, const ps_moe_model *m, int method, int32_t fl0,
                 if (run(pl, pl->ord, pl->len, 0, 1, feed) >= 0)
                     try_orders(pl, 0, &best);
             }
-            if (pl->nn <= SEARCH_MAX_OPS)
+            if (pl->nn <= SEARCH_MAX_OPS && !optimal(pl, &best))
                 local_search(pl, &best);
         }
         if (best.dur < 0) /* cannot happen: the natural order is topological */
