@@ -533,6 +533,75 @@ static void report_type(diag *d, const char *path, const char *expected, const c
 /* ---- checks ------------------------------------------------------------------------------- */
 
 /* An integer in [lo, hi]: a JSON number without a fractional part. */
+/*
+ * Walks the members of an object whose keys belong to a level: unknown keys are reported (with
+ * suggestions) and skipped, a repeated key is reported and yielded as WALK_DUPLICATE, every
+ * other key once as WALK_KEY, with its index in k and its JSON path ("parent.key") in path.
+ */
+typedef struct key_walk {
+    diag *d;
+    const char *parent;
+    int level;
+    const cJSON *next, *it; /* the member after the current one; the current one */
+    int k;
+    unsigned long long seen; /* bit k: key k was met */
+    char path[PATH_LEN];
+} key_walk;
+
+enum { WALK_END, WALK_KEY, WALK_DUPLICATE };
+_Static_assert(KEY_COUNT <= 64 && MAX_FIELDS <= 64 && PS_OP_LAYER_COUNT <= 64 &&
+                   MOE_KEY_COUNT <= 64,
+               "key_walk.seen holds one bit per key");
+
+static void walk_init(key_walk *w, diag *d, const cJSON *obj, const char *parent, int level)
+{
+    w->d = d;
+    w->parent = parent;
+    w->level = level;
+    w->next = obj->child;
+    w->it = NULL;
+    w->k = -1;
+    w->seen = 0;
+}
+
+static int walk_next(key_walk *w)
+{
+    while ((w->it = w->next) != NULL) {
+        w->next = w->it->next;
+        int k = key_index(w->level, w->it->string);
+        if (k < 0) {
+            report_unknown(w->d, w->parent, w->it->string, w->level);
+            continue;
+        }
+        w->k = k;
+        snprintf(w->path, sizeof w->path, "%s.%s", w->parent, level_key(w->level, k));
+        if (w->seen >> k & 1) {
+            report(w->d, w->path, "duplicate key");
+            return WALK_DUPLICATE;
+        }
+        w->seen |= 1ull << k;
+        return WALK_KEY;
+    }
+    return WALK_END;
+}
+
+static bool walk_seen(const key_walk *w, int k)
+{
+    return w->seen >> k & 1;
+}
+
+/* Reports "required key missing" for each key k < n with required(k) that the walk did not meet. */
+static void walk_require(key_walk *w, int n, const field *fields)
+{
+    char path[PATH_LEN];
+    for (int k = 0; k < n; k++) {
+        if (walk_seen(w, k) || (fields && !fields[k].required))
+            continue;
+        snprintf(path, sizeof path, "%s.%s", w->parent, level_key(w->level, k));
+        report(w->d, path, "required key missing");
+    }
+}
+
 static bool check_int(diag *d, const char *path, const cJSON *it, long long lo, long long hi,
                       long long *out)
 {
@@ -666,22 +735,11 @@ static void check_costs(diag *d, const cJSON *obj, staged *st)
         report_type(d, "$.costs", "an object", obj);
         return;
     }
-    bool seen[5] = {false};
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        int k = key_index(LEVEL_COSTS, it->string);
-        if (k < 0) {
-            report_unknown(d, "$.costs", it->string, LEVEL_COSTS);
-            continue;
-        }
-        char path[PATH_LEN];
-        snprintf(path, sizeof path, "$.costs.%s", cost_keys[k]);
-        if (seen[k]) {
-            report(d, path, "duplicate key");
-            continue;
-        }
-        seen[k] = true;
-        st->has_cost[k] = check_cost(d, path, it, k == PS_COST_FB, &st->costs[k]);
-    }
+    key_walk w;
+    walk_init(&w, d, obj, "$.costs", LEVEL_COSTS);
+    for (int r; (r = walk_next(&w)) != WALK_END;)
+        if (r == WALK_KEY)
+            st->has_cost[w.k] = check_cost(d, w.path, w.it, w.k == PS_COST_FB, &st->costs[w.k]);
 }
 
 /* A memory amount: finite, of either sign, with magnitude at most PS_MAX_COST. */
@@ -750,25 +808,17 @@ static void check_memory(diag *d, const cJSON *obj, staged *st)
         report_type(d, "$.memory", "an object", obj);
         return;
     }
-    bool seen[4] = {false}, given[3] = {false}, bad = false;
+    bool given[3] = {false}, bad = false;
     double v[3];
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        int k = key_index(LEVEL_MEMORY, it->string);
-        if (k < 0) {
-            report_unknown(d, "$.memory", it->string, LEVEL_MEMORY);
-            continue;
-        }
-        char path[PATH_LEN];
-        snprintf(path, sizeof path, "$.memory.%s", memory_keys[k]);
-        if (seen[k]) {
-            report(d, path, "duplicate key");
+    key_walk w;
+    walk_init(&w, d, obj, "$.memory", LEVEL_MEMORY);
+    for (int r; (r = walk_next(&w)) != WALK_END;) {
+        int k = w.k;
+        if (r == WALK_DUPLICATE)
             bad = bad || k != MEM_LIMIT;
-            continue;
-        }
-        seen[k] = true;
-        if (k == MEM_LIMIT)
-            st->has_limit = check_cost(d, path, it, false, &st->limit);
-        else if (check_signed(d, path, it, &v[k]))
+        else if (k == MEM_LIMIT)
+            st->has_limit = check_cost(d, w.path, w.it, false, &st->limit);
+        else if (check_signed(d, w.path, w.it, &v[k]))
             given[k] = true;
         else
             bad = true;
@@ -788,36 +838,22 @@ static void check_memory(diag *d, const cJSON *obj, staged *st)
 
 static void check_stage(diag *d, const stage_array *sa, size_t i, const cJSON *obj)
 {
-    char parent[48], path[PATH_LEN];
+    char parent[48];
     snprintf(parent, sizeof parent, "%s[%zu]", sa->path, i);
     if (!cJSON_IsObject(obj)) {
         report_type(d, parent, "an object with \"f\", \"b\" and \"w\"", obj);
         return;
     }
-    bool seen[3] = {false}, valid[3] = {false};
+    bool valid[3] = {false};
     double v[3];
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        int k = key_index(sa->level, it->string);
-        if (k < 0) {
-            report_unknown(d, parent, it->string, sa->level);
-            continue;
-        }
-        snprintf(path, sizeof path, "%s.%s", parent, stage_keys[k]);
-        if (seen[k]) {
-            report(d, path, "duplicate key");
-            valid[k] = false;
-            continue;
-        }
-        seen[k] = true;
-        valid[k] =
-            sa->memory ? check_signed(d, path, it, &v[k]) : check_cost(d, path, it, false, &v[k]);
+    key_walk w;
+    walk_init(&w, d, obj, parent, sa->level);
+    for (int r; (r = walk_next(&w)) != WALK_END;) {
+        int k = w.k;
+        valid[k] = r == WALK_KEY && (sa->memory ? check_signed(d, w.path, w.it, &v[k])
+                                                : check_cost(d, w.path, w.it, false, &v[k]));
     }
-    for (int k = 0; k < 3; k++) {
-        if (!seen[k]) {
-            snprintf(path, sizeof path, "%s.%s", parent, stage_keys[k]);
-            report(d, path, "required key missing");
-        }
-    }
+    walk_require(&w, 3, NULL);
     if (sa->memory && valid[0] && valid[1] && valid[2] && !sums_to_zero(v[0], v[1], v[2])) {
         ps_stage_mem m = {v[0], v[1], v[2]};
         report_sum(d, parent, &m, NULL);
@@ -893,29 +929,11 @@ static bool check_fields(diag *d, const cJSON *obj, int level, const field *fiel
         return false;
     }
     size_t before = d->errors;
-    bool seen[MAX_FIELDS] = {false};
-    char path[PATH_LEN];
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        int k = key_index(level, it->string);
-        if (k < 0) {
-            report_unknown(d, parent, it->string, level);
-            continue;
-        }
-        snprintf(path, sizeof path, "%s.%s", parent, fields[k].name);
-        if (seen[k]) {
-            report(d, path, "duplicate key");
-            valid[k] = false;
-            continue;
-        }
-        seen[k] = true;
-        valid[k] = check_field(d, path, &fields[k], it, base);
-    }
-    for (size_t k = 0; k < n; k++) {
-        if (fields[k].required && !seen[k]) {
-            snprintf(path, sizeof path, "%s.%s", parent, fields[k].name);
-            report(d, path, "required key missing");
-        }
-    }
+    key_walk w;
+    walk_init(&w, d, obj, parent, level);
+    for (int r; (r = walk_next(&w)) != WALK_END;)
+        valid[w.k] = r == WALK_KEY && check_field(d, w.path, &fields[w.k], w.it, base);
+    walk_require(&w, (int)n, fields);
     return d->errors == before;
 }
 
@@ -977,26 +995,16 @@ static bool check_layer(diag *d, const cJSON *obj, int dense, moe_input *in)
         return false;
     }
     size_t before = d->errors;
-    bool seen[PS_OP_LAYER_COUNT] = {false};
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        int k = key_index(level, it->string);
-        if (k < 0) {
-            report_unknown(d, parent, it->string, level);
-            continue;
-        }
-        char path[PATH_LEN];
-        snprintf(path, sizeof path, "%s.%s", parent, ps_op_name(k));
-        if (seen[k]) {
-            report(d, path, "duplicate key");
-            in->op_given[dense][k] = false;
-            continue;
-        }
-        seen[k] = true;
+    key_walk w;
+    walk_init(&w, d, obj, parent, level);
+    for (int r; (r = walk_next(&w)) != WALK_END;) {
+        int k = w.k;
         double v;
-        if (!check_cost(d, path, it, false, &v))
+        in->op_given[dense][k] = false;
+        if (r == WALK_DUPLICATE || !check_cost(d, w.path, w.it, false, &v))
             continue;
         if (dense && ps_op_is_comm(k) && v > 0) {
-            report(d, path, "must be 0 (a dense layer has no all-to-all), got %.15g", v);
+            report(d, w.path, "must be 0 (a dense layer has no all-to-all), got %.15g", v);
             continue;
         }
         in->op_given[dense][k] = true;
@@ -1045,16 +1053,13 @@ static void check_moe(diag *d, const cJSON *obj, moe_input *in)
         return;
     }
     in->moe_object = true;
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        int k = key_index(LEVEL_MOE, it->string);
-        if (k < 0) {
-            report_unknown(d, "$.moe", it->string, LEVEL_MOE);
-            continue;
-        }
-        char path[PATH_LEN];
-        snprintf(path, sizeof path, "$.moe.%s", moe_keys[k]);
-        if (in->seen[k]) {
-            report(d, path, "duplicate key");
+    key_walk w;
+    walk_init(&w, d, obj, "$.moe", LEVEL_MOE);
+    for (int r; (r = walk_next(&w)) != WALK_END;) {
+        int k = w.k;
+        const char *path = w.path;
+        const cJSON *it = w.it;
+        if (r == WALK_DUPLICATE) {
             in->valid[k] = false;
             continue;
         }
@@ -1236,20 +1241,14 @@ static void check_moe_model(diag *d, staged *st)
 
 static void check_root(diag *d, const cJSON *root, staged *st)
 {
-    bool seen[KEY_COUNT] = {false};
-    for (const cJSON *it = root->child; it; it = it->next) {
-        int k = key_index(LEVEL_ROOT, it->string);
-        if (k < 0) {
-            report_unknown(d, "$", it->string, LEVEL_ROOT);
+    key_walk w;
+    walk_init(&w, d, root, "$", LEVEL_ROOT);
+    for (int r; (r = walk_next(&w)) != WALK_END;) {
+        if (r == WALK_DUPLICATE)
             continue;
-        }
-        char path[PATH_LEN];
-        snprintf(path, sizeof path, "$.%s", root_keys[k]);
-        if (seen[k]) {
-            report(d, path, "duplicate key");
-            continue;
-        }
-        seen[k] = true;
+        int k = w.k;
+        const char *path = w.path;
+        const cJSON *it = w.it;
         switch (k) {
         case KEY_SCHEDULE:
             check_schedule(d, path, it, st);
