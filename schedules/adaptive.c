@@ -49,7 +49,6 @@
  */
 #include "schedules.h"
 
-#include <assert.h>
 #include <stdio.h>
 
 int ps__adaptive_check(const ps__params *p, char *why)
@@ -64,37 +63,10 @@ int ps__adaptive_check(const ps__params *p, char *why)
 
 int ps__adaptive_generate(ps_schedule *s, const ps__params *p)
 {
-    int64_t total = (int64_t)p->m * p->v;
-    int32_t v = p->v, pp = p->p, G = v > 1 ? p->group : p->m;
-    for (int32_t r = 0; r < pp; r++) {
-        int64_t warm = 2LL * (pp - r - 1) + (int64_t)(v - 1) * G + p->delta;
-        if (warm > total)
-            warm = total;
-        ps__table_it f, b;
-        ps__table_init(&f, p->m, v, G);
-        ps__table_init(&b, p->m, v, G);
-        for (int64_t k = 0; k < warm; k++, ps__table_next(&f))
-            ps__emit(s, r, PS_F, f.chunk * pp + r, f.gstart + f.in);
-        for (int64_t k = 0; k + warm < total; k++, ps__table_next(&f), ps__table_next(&b)) {
-            int32_t fmb = f.gstart + f.in, bmb = b.gstart + b.in;
-            int32_t fst = f.chunk * pp + r, bst = (v - 1 - b.chunk) * pp + r;
-            if (fmb != bmb) {
-                ps__emit_fb(s, r, fst, fmb, PS_B, bst, bmb);
-            } else {
-                assert(p->delta == 0);
-                ps__emit(s, r, PS_F, fst, fmb);
-                ps__emit(s, r, PS_B, bst, bmb);
-            }
-        }
-        for (int64_t k = total - warm; k < total; k++, ps__table_next(&b)) {
-            int32_t bmb = b.gstart + b.in, bst = (v - 1 - b.chunk) * pp + r;
-            if (p->split) {
-                ps__emit(s, r, PS_I, bst, bmb);
-                ps__emit(s, r, PS_W, bst, bmb);
-            } else {
-                ps__emit(s, r, PS_B, bst, bmb);
-            }
-        }
-    }
+    /* interleaved's walk with the factor 2 also for v = 1, delta more warm-up forwards, fused
+     * steady steps and, when asked, split cool-down backwards; with delta >= 1 the two
+     * micro-batches of a steady step always differ (see above) */
+    int32_t G = p->v > 1 ? p->group : p->m;
+    ps__interleaved_walk(s, p, G, 2, (int64_t)(p->v - 1) * G + p->delta, 1, p->split);
     return 0;
 }

@@ -61,9 +61,8 @@ int ps__interleaved_rounds_check(const ps__params *p, char *why)
     return ps__rounds_check(p, "interleaved-rounds", why);
 }
 
-/* Shared body: warm-up count per rank given by warm_base + factor (p-r-1). */
-static void emit_interleaved(ps_schedule *s, const ps__params *p, int32_t G, int factor,
-                             int64_t warm_base)
+void ps__interleaved_walk(ps_schedule *s, const ps__params *p, int32_t G, int factor,
+                          int64_t warm_base, int fuse, int split)
 {
     int64_t total = (int64_t)p->m * p->v;
     int32_t v = p->v, pp = p->p;
@@ -77,27 +76,40 @@ static void emit_interleaved(ps_schedule *s, const ps__params *p, int32_t G, int
         for (int64_t k = 0; k < warm; k++, ps__table_next(&f))
             ps__emit(s, r, PS_F, f.chunk * pp + r, f.gstart + f.in);
         for (int64_t k = 0; k + warm < total; k++, ps__table_next(&f), ps__table_next(&b)) {
-            ps__emit(s, r, PS_F, f.chunk * pp + r, f.gstart + f.in);
-            ps__emit(s, r, PS_B, (v - 1 - b.chunk) * pp + r, b.gstart + b.in);
+            int32_t fmb = f.gstart + f.in, bmb = b.gstart + b.in;
+            int32_t fst = f.chunk * pp + r, bst = (v - 1 - b.chunk) * pp + r;
+            if (fuse && fmb != bmb) {
+                ps__emit_fb(s, r, fst, fmb, PS_B, bst, bmb);
+            } else {
+                ps__emit(s, r, PS_F, fst, fmb);
+                ps__emit(s, r, PS_B, bst, bmb);
+            }
         }
-        for (int64_t k = total - warm; k < total; k++, ps__table_next(&b))
-            ps__emit(s, r, PS_B, (v - 1 - b.chunk) * pp + r, b.gstart + b.in);
+        for (int64_t k = total - warm; k < total; k++, ps__table_next(&b)) {
+            int32_t bmb = b.gstart + b.in, bst = (v - 1 - b.chunk) * pp + r;
+            if (split) {
+                ps__emit(s, r, PS_I, bst, bmb);
+                ps__emit(s, r, PS_W, bst, bmb);
+            } else {
+                ps__emit(s, r, PS_B, bst, bmb);
+            }
+        }
     }
 }
 
 int ps__interleaved_generate(ps_schedule *s, const ps__params *p)
 {
     if (p->v == 1) {
-        emit_interleaved(s, p, p->m, 1, 0);
+        ps__interleaved_walk(s, p, p->m, 1, 0, 0, 0);
         return 0;
     }
-    emit_interleaved(s, p, p->group, 2, (int64_t)(p->v - 1) * p->group);
+    ps__interleaved_walk(s, p, p->group, 2, (int64_t)(p->v - 1) * p->group, 0, 0);
     return 0;
 }
 
 int ps__interleaved_rounds_generate(ps_schedule *s, const ps__params *p)
 {
     int32_t mpr = p->m / ps__rounds(p);
-    emit_interleaved(s, p, mpr, 2, (int64_t)(p->v - 1) * mpr);
+    ps__interleaved_walk(s, p, mpr, 2, (int64_t)(p->v - 1) * mpr, 0, 0);
     return 0;
 }

@@ -63,6 +63,15 @@ static inline void ps__table_next(ps__table_it *t)
     t->gsize = t->m - t->gstart < t->G ? t->m - t->gstart : t->G;
 }
 
+/*
+ * Interleaved 1F1B's walk of the schedule table on every rank (interleaved.c): warm-up
+ * warm_base + factor (p-r-1) forwards (capped at m v), steady steps of one forward and one
+ * backward (one fused FB when fuse is set and their micro-batches differ), cool-down backwards
+ * (I then W when split is set). Shared by interleaved, interleaved-rounds and adaptive.
+ */
+void ps__interleaved_walk(ps_schedule *s, const ps__params *p, int32_t G, int factor,
+                          int64_t warm_base, int fuse, int split);
+
 /* PyTorch's rounds = max(1, m // p) (interleaved-rounds, interleaved-zb). */
 static inline int32_t ps__rounds(const ps__params *p)
 {
