@@ -67,10 +67,44 @@ static inline void ps__table_next(ps__table_it *t)
  * Interleaved 1F1B's walk of the schedule table on every rank (interleaved.c): warm-up
  * warm_base + factor (p-r-1) forwards (capped at m v), steady steps of one forward and one
  * backward (one fused FB when fuse is set and their micro-batches differ), cool-down backwards
- * (I then W when split is set). Shared by interleaved, interleaved-rounds and adaptive.
+ * (I then W when split is set). Shared by interleaved, interleaved-rounds and adaptive; inline
+ * so that each caller's constant fuse and split leave no branch in its loop.
  */
-void ps__interleaved_walk(ps_schedule *s, const ps__params *p, int32_t G, int factor,
-                          int64_t warm_base, int fuse, int split);
+static inline void ps__interleaved_walk(ps_schedule *s, const ps__params *p, int32_t G, int factor,
+                                        int64_t warm_base, int fuse, int split)
+{
+    int64_t total = (int64_t)p->m * p->v;
+    int32_t v = p->v, pp = p->p;
+    for (int32_t r = 0; r < pp; r++) {
+        int64_t warm = warm_base + (int64_t)factor * (pp - r - 1);
+        if (warm > total)
+            warm = total;
+        ps__table_it f, b;
+        ps__table_init(&f, p->m, v, G);
+        ps__table_init(&b, p->m, v, G);
+        for (int64_t k = 0; k < warm; k++, ps__table_next(&f))
+            ps__emit(s, r, PS_F, f.chunk * pp + r, f.gstart + f.in);
+        for (int64_t k = 0; k + warm < total; k++, ps__table_next(&f), ps__table_next(&b)) {
+            int32_t fmb = f.gstart + f.in, bmb = b.gstart + b.in;
+            int32_t fst = f.chunk * pp + r, bst = (v - 1 - b.chunk) * pp + r;
+            if (fuse && fmb != bmb) {
+                ps__emit_fb(s, r, fst, fmb, PS_B, bst, bmb);
+            } else {
+                ps__emit(s, r, PS_F, fst, fmb);
+                ps__emit(s, r, PS_B, bst, bmb);
+            }
+        }
+        for (int64_t k = total - warm; k < total; k++, ps__table_next(&b)) {
+            int32_t bmb = b.gstart + b.in, bst = (v - 1 - b.chunk) * pp + r;
+            if (split) {
+                ps__emit(s, r, PS_I, bst, bmb);
+                ps__emit(s, r, PS_W, bst, bmb);
+            } else {
+                ps__emit(s, r, PS_B, bst, bmb);
+            }
+        }
+    }
+}
 
 /* PyTorch's rounds = max(1, m // p) (interleaved-rounds, interleaved-zb). */
 static inline int32_t ps__rounds(const ps__params *p)
