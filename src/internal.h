@@ -226,6 +226,10 @@ void ps__stage_layer_range(const ps_problem *pb, int32_t stages, int32_t stage, 
  * stages and `copies` model copies under pb's MoE model (zb-auto schedules with them). */
 int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_stage_cost *out,
                       char *err);
+/* Walks the model stages in order: given the previous stage's first layer and count in *l0 and
+ * *n (0 and 0 before stage 0), sets stage st's and its dense layer count *nd; O(1). */
+void ps__stage_next(const ps_problem *pb, int32_t ms, int32_t st, int32_t *l0, int32_t *n,
+                    int32_t *nd);
 /* PS_ECONFIG (message in err) when pb's stage_layers do not fit `stages` model stages. */
 int ps__check_stage_layers(const ps_problem *pb, int32_t stages, char *err);
 

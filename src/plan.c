@@ -725,6 +725,40 @@ void ps__stage_layer_range(const ps_problem *pb, int32_t stages, int32_t stage, 
     *n = q + (stage >= few);
 }
 
+void ps__stage_next(const ps_problem *pb, int32_t ms, int32_t st, int32_t *l0, int32_t *n,
+                    int32_t *nd)
+{
+    if (pb->n_stage_layers) { /* explicit counts: the first layers add up */
+        *l0 += *n;
+        *n = pb->stage_layers[st];
+    } else {
+        ps__stage_layer_range(pb, ms, st, l0, n);
+    }
+    int32_t d = pb->moe.dense_layers - *l0;
+    *nd = d < 0 ? 0 : (d > *n ? *n : d);
+}
+
+int ps_problem_stage_split(const ps_problem *pb, int stages, int32_t *first, int32_t *count,
+                           int32_t *dense)
+{
+    if (!pb || stages < 1 || stages > PS_MAX_STAGES || !first || !count || !dense)
+        return PS_EINVAL;
+    if (!pb->has_moe)
+        return PS_ENOTFOUND;
+    char err[PS__ERRLEN];
+    int rc = ps__check_stage_layers(pb, stages, err);
+    if (rc)
+        return rc;
+    int32_t l0 = 0, n = 0, nd;
+    for (int32_t st = 0; st < stages; st++) {
+        ps__stage_next(pb, stages, st, &l0, &n, &nd);
+        first[st] = l0;
+        count[st] = n;
+        dense[st] = nd;
+    }
+    return 0;
+}
+
 /* Checks pb's stage_layers against the number of model stages. */
 int ps__check_stage_layers(const ps_problem *pb, int32_t stages, char *err)
 {
@@ -807,16 +841,10 @@ int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_
     if (ps_plan_new(&pl, &pb->al))
         return ps__seterr(err, PS_ENOMEM, "out of memory");
     const ps_moe_model *m = &pb->moe;
-    int32_t pd = -1, pn = -1, next = 0; /* previous stage's composition: reuse its plans */
+    int32_t pd = -1, pn = -1; /* previous stage's composition: reuse its plans */
+    int32_t l0 = 0, n = 0, nd;
     for (int32_t s = 0; s < ms && !rc; s++) {
-        int32_t l0 = next, n;
-        if (pb->n_stage_layers) /* explicit counts: the first layers add up */
-            n = pb->stage_layers[s];
-        else
-            ps__stage_layer_range(pb, ms, s, &l0, &n);
-        next = l0 + n;
-        int32_t nd = m->dense_layers - l0;
-        nd = nd < 0 ? 0 : (nd > n ? n : nd);
+        ps__stage_next(pb, ms, s, &l0, &n, &nd);
         if (s > 0 && nd == pd && n == pn) {
             out[s] = out[s - 1];
             continue;

@@ -515,17 +515,10 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     }
     sim->stage_l0 = sim->stage_class + sim->cap_class_stages;
     int32_t key[MAX_CLASSES][3]; /* dense count, MoE count, first layer */
-    int32_t nc = 0, next = 0;
+    int32_t nc = 0, l0 = 0, n = 0, nd;
     for (int32_t st = 0; st < ms; st++) {
-        int32_t l0 = next, n;
-        if (pb->n_stage_layers) /* explicit counts: the first layers add up */
-            n = pb->stage_layers[st];
-        else
-            ps__stage_layer_range(pb, ms, st, &l0, &n);
-        next = l0 + n;
+        ps__stage_next(pb, ms, st, &l0, &n, &nd);
         sim->stage_l0[st] = l0;
-        int32_t nd = m->dense_layers - l0;
-        nd = nd < 0 ? 0 : (nd > n ? n : nd);
         int32_t c = 0;
         while (c < nc && !(key[c][0] == nd && key[c][1] == n - nd))
             c++;
@@ -561,10 +554,10 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     sim->nopool = 0;
     static const int bkinds[4] = {0, PS_I, PS_W, PS_B};
     for (int32_t c = 0; c < nc; c++) {
-        int32_t l0 = key[c][2], n = key[c][0] + key[c][1];
+        int32_t c0 = key[c][2], cn = key[c][0] + key[c][1];
         for (int k = 0; k < 4; k++) {
-            rc = k == 0 ? plan_into(sim, m, l0, n, PS_B, 0, 0, &sim->cls[(size_t)c * 4])
-                        : plan_into(sim, m, 0, 0, bkinds[k], l0, n, &sim->cls[(size_t)c * 4 + k]);
+            rc = k == 0 ? plan_into(sim, m, c0, cn, PS_B, 0, 0, &sim->cls[(size_t)c * 4])
+                        : plan_into(sim, m, 0, 0, bkinds[k], c0, cn, &sim->cls[(size_t)c * 4 + k]);
             if (rc)
                 return rc;
         }

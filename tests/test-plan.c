@@ -506,6 +506,23 @@ START_TEST(sim_moe_classes)
     ps_sim *sim;
     ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
     ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    int32_t first[4], count[4], dense[4];
+    ck_assert_int_eq(ps_problem_stage_split(pb, 4, first, count, dense), 0);
+    const int32_t want_first[4] = {0, 1, 2, 3}, want_count[4] = {1, 1, 1, 2},
+                  want_dense[4] = {1, 0, 0, 0};
+    for (int st = 0; st < 4; st++) {
+        ck_assert_int_eq(first[st], want_first[st]);
+        ck_assert_int_eq(count[st], want_count[st]);
+        ck_assert_int_eq(dense[st], want_dense[st]);
+    }
+    ck_assert_int_eq(ps_problem_stage_split(pb, 0, first, count, dense), PS_EINVAL);
+    const int32_t sl[3] = {2, 2, 1};
+    ck_assert_int_eq(ps_problem_set_stage_layers(pb, sl, 3), 0);
+    ck_assert_int_eq(ps_problem_stage_split(pb, 4, first, count, dense), PS_ECONFIG);
+    ck_assert_int_eq(ps_problem_stage_split(pb, 3, first, count, dense), 0);
+    ck_assert_int_eq(first[2], 4);
+    ck_assert_int_eq(dense[0], 1);
+    ck_assert_int_eq(ps_problem_set_stage_layers(pb, NULL, 0), 0);
     const double fwd[4] = {7, 6, 6, 12}; /* dense 3 + 4; one MoE layer 6; two: 6 + 6 */
     for (int st = 0; st < 4; st++) {
         ps_action f = {PS_F, 0, 0, st, 0, 0, 0};

@@ -416,6 +416,14 @@ PS_EXTERN int ps_problem_get_moe(const ps_problem *pb, ps_moe_model *out);
  */
 PS_EXTERN int ps_problem_set_stage_layers(ps_problem *pb, const int32_t *layers, size_t n);
 
+/*
+ * The split of pb's MoE layers over `stages` model stages: first layer, layer count and dense
+ * layer count of each (arrays of `stages` entries). PS_ENOTFOUND without a model, PS_ECONFIG
+ * when stage_layers does not have `stages` entries summing to the layers.
+ */
+PS_EXTERN int ps_problem_stage_split(const ps_problem *pb, int stages, int32_t *first,
+                                     int32_t *count, int32_t *dense);
+
 /* Model and cluster dimensions from which ps_moe_derive() computes the durations. */
 typedef struct ps_model_dims {
     double hidden;         /* hidden size H */

@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const method_names[] = {"adaptive", "mindspeed", "megatron", "serial"};
@@ -89,24 +90,13 @@ const char *cli_method_name(int method)
 
 int cli_default_stage(const ps_problem *pb, int stages)
 {
-    ps_plan *pl;
-    int best = 0, best_moe = -1;
-    if (ps_plan_new(&pl, NULL))
-        return 0;
-    for (int s = 0; s < stages && s < 4096; s++) {
-        if (ps_plan_step(pl, pb, PS_PLANNER_SERIAL, stages, s, PS_B, -1))
-            break;
-        const ps_plan_op *ops;
-        size_t n = ps_plan_ops(pl, &ops);
-        int moe = 0;
-        for (size_t i = 0; i < n; i++)
-            moe += ops[i].op == PS_OP_ATTN && !ops[i].dense;
-        if (moe > best_moe) {
-            best_moe = moe;
-            best = s;
-        }
-    }
-    ps_plan_free(pl);
+    int32_t *a = malloc(3 * sizeof *a * (size_t)stages);
+    int best = 0;
+    if (a && ps_problem_stage_split(pb, stages, a, a + stages, a + 2 * stages) == 0)
+        for (int s = 1; s < stages; s++)
+            if (a[stages + s] - a[2 * stages + s] > a[stages + best] - a[2 * stages + best])
+                best = s;
+    free(a);
     return best;
 }
 
