@@ -20,8 +20,6 @@
 #include <string.h>
 #include <time.h>
 
-static const char *const methods[] = {"adaptive", "mindspeed", "megatron", "serial"};
-
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -135,9 +133,9 @@ static void bench_config(const char *path, int quick)
         ps_plan_stats_get(pl, &ss);
         if (!k)
             base = ss.duration;
-        printf("  %-10s %10.3f %10.3f %10.3f %8.2f%% %12.1f   (%.3fx adaptive)\n", methods[k],
-               ss.duration, ss.compute, ss.exposed, 100 * ss.overlap, median(t, reps),
-               ss.duration / base);
+        printf("  %-10s %10.3f %10.3f %10.3f %8.2f%% %12.1f   (%.3fx adaptive)\n",
+               ps_planner_name(k), ss.duration, ss.compute, ss.exposed, 100 * ss.overlap,
+               median(t, reps), ss.duration / base);
     }
     ps_plan_free(pl);
 
@@ -171,9 +169,9 @@ static void bench_config(const char *path, int quick)
             ps_comm_metrics c;
             if (simulate(pb, k, &met, &c, NULL))
                 break;
-            printf("  %-12s %-10s %12.1f %9.2f%% %9.2f%% %10.4f\n", k ? "" : fam, methods[k],
-                   met.makespan, 100 * c.overlap[PS_PHASE_STEADY], 100 * c.overlap[PS_PHASE_ALL],
-                   met.bubble_ratio);
+            printf("  %-12s %-10s %12.1f %9.2f%% %9.2f%% %10.4f\n", k ? "" : fam,
+                   ps_planner_name(k), met.makespan, 100 * c.overlap[PS_PHASE_STEADY],
+                   100 * c.overlap[PS_PHASE_ALL], met.bubble_ratio);
         }
     }
     ps_problem_set_schedule(pb, family);

@@ -19,6 +19,12 @@ const char *ps_op_name(int op)
     return op >= 0 && op < PS_OP_COUNT ? op_names[op] : NULL;
 }
 
+const char *ps_planner_name(int planner)
+{
+    static const char *const names[] = {"adaptive", "mindspeed", "megatron", "serial"};
+    return planner >= PS_PLANNER_ADAPTIVE && planner <= PS_PLANNER_SERIAL ? names[planner] : NULL;
+}
+
 int ps_op_is_comm(int op)
 {
     return op == PS_OP_DISPATCH || op == PS_OP_COMBINE || op == PS_OP_COMBINE_B ||

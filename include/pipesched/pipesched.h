@@ -396,6 +396,9 @@ typedef enum ps_planner {
     PS_PLANNER_SERIAL = 3     /* no overlap: everything one after the other */
 } ps_planner;
 
+/* "adaptive", "mindspeed", "megatron", "serial"; NULL out of range. */
+PS_EXTERN const char *ps_planner_name(int planner);
+
 typedef struct ps_moe_model {
     int32_t layers;       /* transformer layers of the model, split over the model stages */
     int32_t dense_layers; /* the first dense_layers of them are dense */

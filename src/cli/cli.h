@@ -23,8 +23,6 @@ int cli_exit_code(int rc);
 
 /* Planner method by name (adaptive, mindspeed, megatron, serial), or -1 with a message. */
 int cli_parse_method(const char *name);
-/* The name of a planner method. */
-const char *cli_method_name(int method);
 /* The model stage (of `stages`) with the most MoE layers, the first of them: the typical
  * chunk of the steady phase. */
 int cli_default_stage(const ps_problem *pb, int stages);

@@ -1018,7 +1018,7 @@ static int draw_overlap(const opts *o, const ps_problem *pb, const ps_schedule *
     char title[256];
     snprintf(title, sizeof title,
              "%s: forward of model stage %d fused with the backward of stage %d, planner %s",
-             ps_schedule_family(s), fstage, bstage, cli_method_name(method));
+             ps_schedule_family(s), fstage, bstage, ps_planner_name(method));
     if ((rc = ps_viz_overlap_svg(viz, ops, n, &st, title, draw_write, out)))
         ex = draw_report(rc, out, viz);
 out:

@@ -9,12 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const method_names[] = {"adaptive", "mindspeed", "megatron", "serial"};
-
 int cli_parse_method(const char *name)
 {
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(name, method_names[i]))
+    for (int i = PS_PLANNER_ADAPTIVE; i <= PS_PLANNER_SERIAL; i++)
+        if (!strcmp(name, ps_planner_name(i)))
             return i;
     fprintf(stderr,
             "pipesched: unknown planner method \"%s\" (adaptive, mindspeed, megatron, serial)\n",
@@ -68,7 +66,7 @@ static void json_plan(FILE *f, const char *key, const ps_plan *pl, int method, i
     ps_plan_stats st;
     ps_plan_stats_get(pl, &st);
     fprintf(f, "\"%s\":{\"method\":\"%s\",\"forward_stage\":%d,\"backward_stage\":%d,", key,
-            method_names[method], fstage, bstage);
+            ps_planner_name(method), fstage, bstage);
     fprintf(f,
             "\"duration\":%.9g,\"compute\":%.9g,\"comm\":%.9g,\"exposed\":%.9g,\"overlap\":%.9g,"
             "\"p2p\":%.9g,\"p2p_exposed\":%.9g,\"ops\":[",
@@ -81,11 +79,6 @@ static void json_plan(FILE *f, const char *key, const ps_plan *pl, int method, i
                 ops[i].part ? "B" : "F", (int)ops[i].layer, ops[i].dense ? "true" : "false",
                 ops[i].start, ops[i].end);
     fprintf(f, "]}");
-}
-
-const char *cli_method_name(int method)
-{
-    return method >= 0 && method < 4 ? method_names[method] : "?";
 }
 
 int cli_default_stage(const ps_problem *pb, int stages)
@@ -141,7 +134,7 @@ int cli_plan(FILE *f, const ps_problem *pb, const ps_schedule *s, int method, in
     } else {
         fprintf(f, "%s: %d layers (%d dense) over %d model stages; planner %s\n",
                 ps_schedule_family(s), (int)m.layers, (int)m.dense_layers, stages,
-                method_names[method]);
+                ps_planner_name(method));
         if (have_a2a)
             fprintf(f,
                     "all-to-all per MoE layer: flat %.3f ms (inter-node %.1f MB), hierarchical "
@@ -202,9 +195,9 @@ int cli_plan(FILE *f, const ps_problem *pb, const ps_schedule *s, int method, in
             base = st.duration;
         if (json)
             fprintf(f, "%s{\"method\":\"%s\",\"duration\":%.9g,\"exposed\":%.9g,\"overlap\":%.9g}",
-                    k ? "," : "", method_names[k], st.duration, st.exposed, st.overlap);
+                    k ? "," : "", ps_planner_name(k), st.duration, st.exposed, st.overlap);
         else
-            fprintf(f, "%-10s %12.3f %12.3f %9.1f%% %11.3fx\n", method_names[k], st.duration,
+            fprintf(f, "%-10s %12.3f %12.3f %9.1f%% %11.3fx\n", ps_planner_name(k), st.duration,
                     st.exposed, 100.0 * st.overlap, base > 0 ? st.duration / base : 1.0);
     }
     if (json)
@@ -296,7 +289,7 @@ int cli_demo_moe(FILE *f, const char *json, const char *source)
         ps_plan_stats st;
         ps_plan_stats_get(pl, &st);
         fprintf(f, "  %-10s F&B %8.2f ms, all-to-all %7.2f ms, exposed %6.2f ms, hidden %6.2f%%\n",
-                method_names[k], st.duration, st.comm, st.exposed, 100 * st.overlap);
+                ps_planner_name(k), st.duration, st.comm, st.exposed, 100 * st.overlap);
     }
     ps_plan_free(pl);
     fprintf(f,
