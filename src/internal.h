@@ -242,11 +242,18 @@ typedef struct ps__params {
     const ps_problem *pb;
 } ps__params;
 
+/* Optional parameters a family takes (the registry refuses them for the others). */
+enum {
+    PS__OPT_GROUP = 1,   /* group_size */
+    PS__OPT_ADAPTIVE = 2 /* extra_warmup, split_backward */
+};
+
 typedef struct ps__family {
     const char *name, *aliases, *description, *constraints;
     int placement; /* PS__PLACE_* */
     int fixed_vpp; /* 0 = any v, else v must equal it */
     int units;     /* max actions per (stage, micro-batch) on its rank */
+    int options;   /* PS__OPT_*: which optional parameters the family takes */
     /* Returns 0 or writes the reason for rejecting p into why (PS__ERRLEN). */
     int (*check)(const ps__params *p, char *why);
     /* Emits the actions into s, whose IR is allocated with placement and paths set. */
