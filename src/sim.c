@@ -54,7 +54,7 @@ struct ps_sim {
     int32_t *stage_l0;
     size_t cap_class_stages; /* stages the block has room for (2 int32 each) */
     struct moe_cost *cls, *fb;
-    size_t ncls, nfb;
+    size_t ncls, nfb; /* their capacities */
     ps_plan *plan;
     ps_plan_op *opool; /* the operations of every plan above (for the trace) */
     size_t nopool, capopool;
@@ -537,18 +537,21 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         sim->stage_class[st] = sim->stage_class[st % ms];
         sim->stage_l0[st] = sim->stage_l0[st % ms];
     }
-    ps__free(a, sim->cls, sim->ncls, sizeof *sim->cls);
-    ps__free(a, sim->fb, sim->nfb, sizeof *sim->fb);
-    sim->ncls = (size_t)nc * 4;
-    sim->nfb = (size_t)nc * (size_t)nc * 2;
-    sim->cls = ps__alloc(a, sim->ncls, sizeof *sim->cls);
-    sim->fb = ps__alloc(a, sim->nfb, sizeof *sim->fb);
-    if (!sim->cls || !sim->fb) {
-        ps__free(a, sim->cls, sim->ncls, sizeof *sim->cls);
-        ps__free(a, sim->fb, sim->nfb, sizeof *sim->fb);
-        sim->cls = sim->fb = NULL;
-        sim->ncls = sim->nfb = 0;
-        return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+    /* The tables only grow, so that simulating again does not allocate. */
+    size_t ncls = (size_t)nc * 4, nfb = (size_t)nc * (size_t)nc * 2;
+    if (ncls > sim->ncls) {
+        moe_cost *x = ps__realloc(a, sim->cls, sim->ncls, ncls, sizeof *x);
+        if (!x)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        sim->cls = x;
+        sim->ncls = ncls;
+    }
+    if (nfb > sim->nfb) {
+        moe_cost *x = ps__realloc(a, sim->fb, sim->nfb, nfb, sizeof *x);
+        if (!x)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        sim->fb = x;
+        sim->nfb = nfb;
     }
     sim->nclass = nc;
     sim->nopool = 0;
@@ -562,7 +565,7 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
                 return rc;
         }
     }
-    for (size_t i = 0; i < sim->nfb; i++)
+    for (size_t i = 0; i < nfb; i++)
         sim->fb[i].dur = -1;
     for (int32_t r = 0; r < s->pp; r++) {
         const ps_action *acts = s->acts + s->off[r];
