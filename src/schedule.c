@@ -245,6 +245,13 @@ int ps_schedule_path(const ps_schedule *s, int i, const int32_t **stages, int *n
     return 0;
 }
 
+int ps_schedule_path_neighbor(const ps_schedule *s, int stage, int mb, int dir)
+{
+    if (!s || !s->path_next || stage < 0 || stage >= s->nstages || mb < 0 || mb >= s->m || !dir)
+        return -1;
+    return ps__path_peer(s, dir > 0 ? 0 : 1, stage, mb);
+}
+
 size_t ps_schedule_rank_length(const ps_schedule *s, int rank)
 {
     if (!s || rank < 0 || rank >= s->pp)

@@ -304,6 +304,37 @@ START_TEST(schedule_null_arguments)
 }
 END_TEST
 
+START_TEST(schedule_path_neighbors)
+{
+    /* 1F1B, p = 4: one path 0 1 2 3. DualPipe, p = 2, m = 4: micro-batches 0, 1 run stages
+     * 0 1, micro-batches 2, 3 run stages 2 3 (copy 1). */
+    ps_problem *pb = make_problem("1f1b", 4, 1, 8, 1, 1, 1, 0);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 0, 0, 1), -1); /* empty schedule */
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 1, 5, 1), 2);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 1, 5, -1), 0);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 3, 5, 1), -1);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 0, 5, -1), -1);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 4, 0, 1), -1);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 0, 8, 1), -1);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 0, 0, 0), -1);
+    ck_assert_int_eq(ps_schedule_path_neighbor(NULL, 0, 0, 1), -1);
+    ck_assert_int_eq(ps_problem_set_schedule(pb, "dualpipe"), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_PP, 2), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, 4), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 0, 1, 1), 1);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 1, 1, 1), -1);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 2, 2, 1), 3);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 3, 3, -1), 2);
+    ck_assert_int_eq(ps_schedule_path_neighbor(s, 1, 2, 1), -1); /* stage 1 is off its path */
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
 START_TEST(schedule_costs_string)
 {
     ps_problem *pb;
@@ -347,6 +378,7 @@ int main(void)
     tcase_add_test(tc, schedule_stage_costs_must_match);
     tcase_add_test(tc, schedule_null_arguments);
     tcase_add_test(tc, schedule_costs_string);
+    tcase_add_test(tc, schedule_path_neighbors);
     suite_add_tcase(su, tc);
     return run_suite(su);
 }

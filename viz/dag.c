@@ -22,12 +22,9 @@ typedef struct dag {
     size_t n;       /* actions */
     size_t *off;    /* pp + 1: first global index of each rank */
     int32_t *at[3]; /* nst * m each: global index of the part, -1 if none */
-    int32_t *pos;   /* nst * npaths... position of a stage on a micro-batch's path (see below) */
-    int32_t *path;  /* m: the path of each micro-batch */
     int32_t *rank;  /* n: rank of each global index */
     uint8_t *crit;  /* n: on the critical path */
     int32_t *via;   /* n: the predecessor chosen on the critical path (-1 none) */
-    int npaths;
 } dag;
 
 static const ps_action *act(const dag *d, size_t gi, const double **st, const double **en)
@@ -53,20 +50,6 @@ static double end_of(const dag *d, size_t gi)
     const double *en;
     act(d, gi, NULL, &en);
     return *en;
-}
-
-/* The stage next to `stage` on micro-batch mb's path (dir +1 downstream, -1 upstream), or -1. */
-static int neighbour(const dag *d, int stage, int mb, int dir)
-{
-    const int32_t *stages;
-    int n, first, count;
-    if (ps_schedule_path(d->s, d->path[mb], &stages, &n, &first, &count))
-        return -1;
-    int p = d->pos[(size_t)d->path[mb] * (size_t)d->nst + (size_t)stage];
-    if (p < 0)
-        return -1;
-    p += dir;
-    return p >= 0 && p < n ? stages[p] : -1;
 }
 
 static int32_t lookup(const dag *d, int part, int stage, int mb)
@@ -100,10 +83,11 @@ static int data_preds(const dag *d, size_t gi, int32_t *pred)
         break;
     }
     int32_t x;
-    if (fst >= 0 && (x = lookup(d, PART_F, neighbour(d, fst, fmb, -1), fmb)) >= 0)
+    if (fst >= 0 &&
+        (x = lookup(d, PART_F, ps_schedule_path_neighbor(d->s, fst, fmb, -1), fmb)) >= 0)
         pred[k++] = x;
     if (bst >= 0) {
-        int next = neighbour(d, bst, bmb, +1);
+        int next = ps_schedule_path_neighbor(d->s, bst, bmb, +1);
         if (next >= 0 && (x = lookup(d, PART_B, next, bmb)) >= 0)
             pred[k++] = x;
         if ((x = lookup(d, PART_F, bst, bmb)) >= 0 && (size_t)x != gi)
@@ -317,20 +301,6 @@ static int index_actions(dag *d)
     for (int p = 0; p < 3; p++)
         for (size_t q = 0; q < sm; q++)
             d->at[p][q] = -1;
-    for (size_t q = 0; q < (size_t)d->npaths * (size_t)d->nst; q++)
-        d->pos[q] = -1;
-    for (int k = 0; k < d->npaths; k++) {
-        const int32_t *stages;
-        int n, first, count;
-        if (ps_schedule_path(d->s, k, &stages, &n, &first, &count))
-            return ps__viz_err(d->v, PS_EINVAL, "path %d of the schedule is unreadable", k);
-        for (int q = 0; q < n; q++)
-            if (stages[q] >= 0 && stages[q] < d->nst)
-                d->pos[(size_t)k * (size_t)d->nst + (size_t)stages[q]] = q;
-        for (int mb = first; mb < first + count && mb < d->m; mb++)
-            if (mb >= 0)
-                d->path[mb] = k;
-    }
     for (size_t gi = 0; gi < d->n; gi++) {
         const ps_action *a = act(d, gi, NULL, NULL);
         int parts[2][3] = {{-1, 0, 0}, {-1, 0, 0}}; /* part, stage, mb */
@@ -384,8 +354,7 @@ int ps_viz_dag_svg(ps_viz *v, const ps_schedule *s, const ps_sim *sim, ps_write_
     d.nst = ps_schedule_num_stages(s);
     d.m = ps_schedule_microbatches(s);
     d.n = ps_schedule_total_actions(s);
-    d.npaths = ps_schedule_num_paths(s);
-    if (d.pp <= 0 || d.n == 0 || d.nst <= 0 || d.m <= 0 || d.npaths <= 0)
+    if (d.pp <= 0 || d.n == 0 || d.nst <= 0 || d.m <= 0)
         return ps__viz_err(v, PS_EINVAL, "the schedule is empty: generate or load one first");
     if (d.n > (size_t)v->cfg.max_dag_actions)
         return ps__viz_err(v, PS_ERANGE,
@@ -402,7 +371,7 @@ int ps_viz_dag_svg(ps_viz *v, const ps_schedule *s, const ps_sim *sim, ps_write_
             return ps__viz_err(v, PS_ESTATE, "no timeline for rank %d", r);
     /* n <= max_dag_actions and every (stage, micro-batch) pair has at least two actions, so
      * these tables stay small. */
-    size_t sm = (size_t)d.nst * (size_t)d.m, np = (size_t)d.npaths * (size_t)d.nst;
+    size_t sm = (size_t)d.nst * (size_t)d.m;
     if (sm > 4 * d.n + 64)
         return ps__viz_err(v, PS_EINVAL,
                            "the schedule has %zu stage x micro-batch pairs but only "
@@ -412,13 +381,10 @@ int ps_viz_dag_svg(ps_viz *v, const ps_schedule *s, const ps_sim *sim, ps_write_
     d.off = ps__viz_calloc(v, (size_t)d.pp + 1, sizeof *d.off);
     for (int p = 0; p < 3; p++)
         d.at[p] = ps__viz_calloc(v, sm, sizeof *d.at[p]);
-    d.pos = ps__viz_calloc(v, np, sizeof *d.pos);
-    d.path = ps__viz_calloc(v, (size_t)d.m, sizeof *d.path);
     d.rank = ps__viz_calloc(v, d.n, sizeof *d.rank);
     d.crit = ps__viz_calloc(v, d.n, sizeof *d.crit);
     d.via = ps__viz_calloc(v, d.n, sizeof *d.via);
-    if (!d.off || !d.at[0] || !d.at[1] || !d.at[2] || !d.pos || !d.path || !d.rank || !d.crit ||
-        !d.via) {
+    if (!d.off || !d.at[0] || !d.at[1] || !d.at[2] || !d.rank || !d.crit || !d.via) {
         ps__viz_err(v, rc, "out of memory");
         goto out;
     }
@@ -438,8 +404,6 @@ out:
     ps__viz_free(v, d.off, (size_t)d.pp + 1, sizeof *d.off);
     for (int p = 0; p < 3; p++)
         ps__viz_free(v, d.at[p], sm, sizeof *d.at[p]);
-    ps__viz_free(v, d.pos, np, sizeof *d.pos);
-    ps__viz_free(v, d.path, (size_t)d.m, sizeof *d.path);
     ps__viz_free(v, d.rank, d.n, sizeof *d.rank);
     ps__viz_free(v, d.crit, d.n, sizeof *d.crit);
     ps__viz_free(v, d.via, d.n, sizeof *d.via);

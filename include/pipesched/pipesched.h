@@ -298,6 +298,10 @@ PS_EXTERN int ps_schedule_num_paths(const ps_schedule *s);
  * [*first_mb, *first_mb + *count). PS_EINVAL when i is out of range. */
 PS_EXTERN int ps_schedule_path(const ps_schedule *s, int i, const int32_t **stages, int *n,
                                int *first_mb, int *count);
+/* The stage after (dir > 0) or before (dir < 0) `stage` on micro-batch mb's path: where its
+ * forward output goes, or where its input gradient goes. -1 at the path's ends, off the path
+ * or on bad arguments. The dependencies of the engine follow it. */
+PS_EXTERN int ps_schedule_path_neighbor(const ps_schedule *s, int stage, int mb, int dir);
 /* Compute actions of a rank, borrowed until s changes. */
 PS_EXTERN size_t ps_schedule_rank_length(const ps_schedule *s, int rank);
 PS_EXTERN const ps_action *ps_schedule_rank_actions(const ps_schedule *s, int rank);
