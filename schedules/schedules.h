@@ -6,7 +6,7 @@
 #ifndef PS_SCHEDULES_H
 #define PS_SCHEDULES_H
 
-#include "../src/internal.h"
+#include "internal.h"
 
 #define PS__FAMILY_DECL(n)                                                                         \
     int ps__##n##_check(const ps__params *p, char *why);                                           \

@@ -17,7 +17,7 @@
  *   transfer: 10 (send) or 11 (receive) | dir (1 bit) | internal (1 bit) | stage | mb (24 bits)
  * SPDX-License-Identifier: MIT
  */
-#include "../engine.h"
+#include "engine/engine.h"
 
 #include <pipesched/exec.h>
 
