@@ -226,5 +226,37 @@ JSON
         --fstage 9 -o "$tmp/o2.svg"
 fi
 
+# One option table drives the parser and the help.
+# The messages come from the table's ranges and types.
+expect 2 "pp 0" -- "$bin" generate -p 0
+contains "$tmp/err" "--pp must be in [1, 4096]; got 0" "int range message"
+expect 2 "missing value named" -- "$bin" simulate --pp
+contains "$tmp/err" "--pp needs a value" "missing value message"
+expect 2 "unknown option named" -- "$bin" simulate --bogus
+contains "$tmp/err" "unknown option --bogus" "unknown option message"
+expect 2 "flag with a value" -- "$bin" simulate --json=1
+contains "$tmp/err" "--json takes no value" "flag value refused (it used to say: unknown option -j)"
+expect 2 "mem-limit not a number" -- "$bin" simulate --mem-limit 1x
+contains "$tmp/err" '--mem-limit needs a decimal number; got "1x"' "decimal message"
+expect 2 "mem-limit out of range" -- "$bin" simulate --mem-limit 2e12
+contains "$tmp/err" "--mem-limit must be in [0, 1e+12] (0 = none); got 2e12" "decimal range message"
+expect 2 "unknown format named" -- "$bin" simulate --format xml
+contains "$tmp/err" 'unknown format "xml" (table, json, csv, csv-comms)' "choice message"
+# `pipesched --help` lists the built commands in a stable order.
+order="list generate simulate check"
+"$bin" help run >/dev/null 2>&1 && order="$order run"
+order="$order plan"
+"$bin" help draw >/dev/null 2>&1 && order="$order draw"
+order="$order demo help"
+expect 0 "--help lists the commands" -- "$bin" --help
+got=$(awk '/^commands:/ { on = 1; next } !NF { on = 0 } on { printf "%s%s", sep, $1; sep = " " }' \
+    "$tmp/out")
+if [ "$got" = "$order" ]; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1))
+    echo "FAIL: pipesched --help lists \"$got\", expected \"$order\""
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,5 +1,12 @@
 /*
- * Helpers of the pipesched command-line tool.
+ * The pipesched command-line tool: what its files share.
+ *
+ * The tool is two tables and the code they drive. options.c declares every option once
+ * (names, argument, range, help, the commands that take it, where its value goes); the
+ * parser and the help screens both read that table. Each
+ * command is declared once, in its own file, as a cli_command; main.c dispatches over the
+ * commands that commands.h (written by meson) names, so that a command whose library part
+ * is not built (run without libuv, draw without Graphviz) is simply not compiled.
  * SPDX-License-Identifier: MIT
  */
 #ifndef PS_CLI_H
@@ -7,30 +14,137 @@
 
 #include <pipesched/pipesched.h>
 
+#include <stddef.h>
 #include <stdio.h>
 
 enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 
-/* Reads a whole file (or stdin for "-") of at most limit bytes. Caller frees *data. Prints
- * the reason and returns non-zero on failure. */
+/* The kinds of `draw --kind`. */
+enum { CLI_KIND_TIMELINE, CLI_KIND_OVERLAP, CLI_KIND_DAG };
+
+/* The parsed command line. Every range starts at 0 or above, so -1 marks a number or a choice
+ * that was not given; strings not given are NULL and flags 0. */
+typedef struct cli_opts {
+    const char *schedule, *config, *costs, *memory, *output, *trace;
+    long long pp, vpp, m, group, extra_warmup, fstage, bstage;
+    double mem_limit, time_scale;
+    int format, method, kind; /* a ps_format, a PS_PLANNER_*, a CLI_KIND_* */
+    int split_backward, timed, json, help;
+    const char *file; /* the command's operand (check's FILE.csv) */
+} cli_opts;
+
+typedef enum { CLI_FLAG, CLI_INT, CLI_STRING, CLI_DECIMAL, CLI_CHOICE } cli_arg_type;
+
+/* One accepted word of a choice and the value stored for it; lists end with a NULL name. */
+typedef struct cli_choice {
+    const char *name;
+    int value;
+} cli_choice;
+
+/* Bounds of the table, for parse.c's static getopt tables; options.c checks them. */
+#define CLI_MAX_OPTIONS 32
+#define CLI_MAX_ALIASES 2
+
+/* One option. The range fields apply to the type that names them. */
+typedef struct cli_option {
+    const char *name;                         /* long name, without "--" */
+    char letter;                              /* short letter, 0 if none */
+    const char *aliases[CLI_MAX_ALIASES + 1]; /* other long names, NULL-terminated */
+    cli_arg_type type;
+    size_t offset;             /* of the value in cli_opts */
+    long long lo, hi;          /* CLI_INT: [lo, hi] */
+    double dlo, dhi;           /* CLI_DECIMAL: [dlo, dhi], or (dlo, dhi] when lo_open */
+    int lo_open;               /* CLI_DECIMAL */
+    const char *unit;          /* CLI_DECIMAL: what it measures, or NULL (see parse.c) */
+    const char *note;          /* CLI_DECIMAL: what a special value means, or NULL */
+    const cli_choice *choices; /* CLI_CHOICE */
+    const char *noun;          /* CLI_CHOICE: "format" in `unknown format "x"` */
+    const char *metavar;       /* the argument in the help, NULL for flags */
+    const char *def;           /* the default, for the guide (markdown) */
+    const char *commands;      /* the commands that take it, by name; "*": all */
+    const char *help;          /* help lines, separated by \n; NULL: per command */
+    const char *doc;           /* more for the guide, or NULL */
+} cli_option;
+
+extern const cli_option cli_options[];
+extern const size_t cli_option_count;
+
+/* A command's own help of a shared option (what --json prints differs per command). */
+typedef struct cli_option_help {
+    const char *option, *help;
+} cli_option_help;
+
+typedef struct cli_command {
+    const char *name;
+    const char *operand; /* the positional argument it takes ("FILE.csv"), NULL for none */
+    const char *summary; /* its line in `pipesched --help` */
+    const char *usage, *about;
+    cli_option_help option_help[2];
+    int (*run)(const cli_opts *o); /* returns the exit status */
+    /* Adds to `pipesched demo`, which calls it with the tour's MoE example (the Pangu
+     * config, JSON text) after its own part; NULL for most commands. Returns the exit
+     * status. */
+    int (*demo)(const char *moe_json);
+} cli_command;
+
+/* The commands built into this program, each defined in the file of its name, and all of
+ * them in the order of `pipesched --help`, NULL-terminated (main.c). */
+#include "commands.h"
+#define CLI_DECLARE(name) extern const cli_command cli_cmd_##name;
+CLI_COMMANDS(CLI_DECLARE)
+extern const cli_command *const cli_commands[];
+/* main.c: the built command of that name, or NULL. */
+const cli_command *cli_find(const char *name);
+
+/* options.c: whether cmd takes opt. */
+int cli_takes(const cli_command *cmd, const cli_option *opt);
+/* options.c: parses argv (argv[0] is the command's name) into *o for cmd. Prints the reason
+ * and returns -1 on a usage error. */
+int cli_parse(const cli_command *cmd, int argc, char **argv, cli_opts *o);
+
+/* help.c: `pipesched --help`. */
+void cli_usage(FILE *f);
+/* help.c: `pipesched CMD --help`. */
+void cli_help(FILE *f, const cli_command *cmd);
+/* help.c: what opt does in cmd: cmd's own help of it, or the option's. */
+const char *cli_help_text(const cli_command *cmd, const cli_option *opt);
+/* help.c: `pipesched help [COMMAND]`; argv[0] is "help". */
+int cli_help_main(int argc, char **argv);
+
+/* util.c: reads a whole file (or stdin for "-") of at most limit bytes. Caller frees *data.
+ * Prints the reason and returns non-zero on failure. */
 int cli_read_file(const char *path, size_t limit, char **data, size_t *len);
-/* Strict integer parsing: the whole string, in [lo, hi]. Prints the reason on failure. */
+/* util.c: strict integer parsing: the whole string, in [lo, hi]. Prints the reason on
+ * failure. */
 int cli_parse_int(const char *opt, const char *s, long long lo, long long hi, long long *out);
-/* ps_write_fn over a FILE*. */
+/* util.c: ps_write_fn over a FILE*. */
 int cli_write_file(void *ud, const char *data, size_t len);
-/* Maps a library error code to the exit status: 1 validation, 2 input, 3 internal. */
+/* util.c: maps a library error code to the exit status: 1 validation, 2 input, 3 internal. */
 int cli_exit_code(int rc);
 
-/* Planner method by name (adaptive, mindspeed, megatron, serial), or -1 with a message. */
-int cli_parse_method(const char *name);
-/* The model stage (of `stages`) with the most MoE layers, the first of them: the typical
- * chunk of the steady phase. */
+/* common.c: prints "pipesched: [what: ]message" (message NULL or empty: ps_strerror(rc)) and
+ * returns the exit status of rc. */
+int cli_report(const char *what, int rc, const char *msg);
+/* common.c: builds the problem: the defaults, then the config file, then the flags. Prints
+ * the reason and returns a PS_E* code on failure. Caller frees with ps_problem_free. */
+int cli_build_problem(const cli_opts *o, ps_problem **out);
+/* common.c: generates and validates the schedule of pb; returns the exit status. Caller
+ * frees *out with ps_schedule_free. */
+int cli_make_schedule(const ps_problem *pb, ps_schedule **out);
+/* common.c: simulates s; failures are reported as "pipesched: [what: ]message". Returns the
+ * exit status; caller frees *out with ps_sim_free. */
+int cli_run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, ps_sim **out);
+/* common.c: writes s (sim may be NULL) through ps_export to path (NULL: stdout). */
+int cli_emit(const ps_schedule *s, const ps_sim *sim, ps_format fmt, const char *path);
+/* common.c: the metrics as text, as `simulate` prints them. */
+void cli_print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim);
+/* common.c: the outputs of `simulate` and `check`: the trace, then the timed schedule in fmt
+ * (has_fmt), the metrics JSON (--json) or the metrics text. Returns the exit status. */
+int cli_sim_outputs(const cli_opts *o, const ps_schedule *s, const ps_sim *sim, int has_fmt,
+                    ps_format fmt);
+
+/* plan.c: the model stage (of `stages`) with the most MoE layers, the first of them: the
+ * typical chunk of the steady phase. */
 int cli_default_stage(const ps_problem *pb, int stages);
-/* `pipesched plan`: writes the plans of a fused pair and a warm-up chunk of s's model stages
- * (fstage/bstage < 0: defaults) to f. Returns the exit status. */
-int cli_plan(FILE *f, const ps_problem *pb, const ps_schedule *s, int method, int fstage,
-             int bstage, int json);
-/* The MoE part of `pipesched demo`: Adaptive Pipe on the given config (JSON text). */
-int cli_demo_moe(FILE *f, const char *json, const char *source);
 
 #endif

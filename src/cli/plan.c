@@ -9,17 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cli_parse_method(const char *name)
-{
-    for (int i = PS_PLANNER_ADAPTIVE; i <= PS_PLANNER_SERIAL; i++)
-        if (!strcmp(name, ps_planner_name(i)))
-            return i;
-    fprintf(stderr,
-            "pipesched: unknown planner method \"%s\" (adaptive, mindspeed, megatron, serial)\n",
-            name);
-    return -1;
-}
-
 /* First layer and count of each part of the plan, from its operations. */
 static void layer_span(const ps_plan_op *ops, size_t n, int part, int *lo, int *hi)
 {
@@ -93,222 +82,199 @@ int cli_default_stage(const ps_problem *pb, int stages)
     return best;
 }
 
-int cli_plan(FILE *f, const ps_problem *pb, const ps_schedule *s, int method, int fstage,
-             int bstage, int json)
+/* What the parts of `plan`'s output share. */
+typedef struct plan_out {
+    FILE *f;
+    const ps_problem *pb;
+    ps_plan *pl;
+    int method, stages, fstage, bstage, json;
+} plan_out;
+
+/* The model, its stages and the all-to-all estimate. */
+static void print_header(const plan_out *p, const ps_schedule *s, const ps_moe_model *m)
 {
-    int stages = ps_schedule_num_stages(s) / ps_schedule_param_copies(s);
+    static const char *const algo[] = {"auto", "flat", "hierarchical"};
+    ps_a2a_info a;
+    int have_a2a = ps_problem_a2a_info(p->pb, &a) == 0;
+    if (p->json) {
+        fprintf(p->f, "{\"schedule\":\"%s\",\"model_stages\":%d,\"layers\":%d,\"dense_layers\":%d,",
+                ps_schedule_family(s), p->stages, (int)m->layers, (int)m->dense_layers);
+        if (have_a2a)
+            fprintf(p->f,
+                    "\"a2a\":{\"chosen\":\"%s\",\"flat\":{\"inter_bytes\":%.9g,\"intra_bytes\":"
+                    "%.9g,\"time\":%.9g},\"hierarchical\":{\"inter_bytes\":%.9g,\"intra_bytes\":"
+                    "%.9g,\"time\":%.9g}},",
+                    algo[a.chosen], a.flat_inter, a.flat_intra, a.flat_time, a.hier_inter,
+                    a.hier_intra, a.hier_time);
+        return;
+    }
+    fprintf(p->f, "%s: %d layers (%d dense) over %d model stages; planner %s\n",
+            ps_schedule_family(s), (int)m->layers, (int)m->dense_layers, p->stages,
+            ps_planner_name(p->method));
+    if (have_a2a)
+        fprintf(p->f,
+                "all-to-all per MoE layer: flat %.3f ms (inter-node %.1f MB), hierarchical "
+                "%.3f ms (inter-node %.1f MB): %s\n",
+                a.flat_time, a.flat_inter / 1e6, a.hier_time, a.hier_inter / 1e6, algo[a.chosen]);
+    fprintf(p->f, "\n");
+}
+
+/* Plans fstage's forward with bstage's backward (bstage -1: the forward alone). */
+static int plan_step(const plan_out *p, int method, int bstage)
+{
+    int rc = ps_plan_step(p->pl, p->pb, method, p->stages, p->fstage, PS_B, bstage);
+    if (rc)
+        fprintf(stderr, "pipesched: plan: %s\n", ps_plan_last_error(p->pl));
+    return rc ? cli_exit_code(rc) : EXIT_OK;
+}
+
+/* The fused pair of the steady phase. */
+static int print_pair(const plan_out *p)
+{
+    int ex = plan_step(p, p->method, p->bstage);
+    if (ex)
+        return ex;
+    if (p->json) {
+        json_plan(p->f, "pair", p->pl, p->method, p->fstage, p->bstage);
+        return EXIT_OK;
+    }
+    int flo, fhi, blo, bhi;
+    const ps_plan_op *ops;
+    size_t n = ps_plan_ops(p->pl, &ops);
+    layer_span(ops, n, 0, &flo, &fhi);
+    layer_span(ops, n, 1, &blo, &bhi);
+    char title[256];
+    snprintf(title, sizeof title,
+             "fused pair: forward of stage %d (layers %d-%d) with the full backward of stage "
+             "%d (layers %d-%d) of another micro-batch",
+             p->fstage, flo, fhi, p->bstage, blo, bhi);
+    print_table(p->f, title, p->pl);
+    return EXIT_OK;
+}
+
+/* The warm-up chunk: a forward alone, overlapping only with itself. */
+static int print_warmup(const plan_out *p)
+{
+    int ex = plan_step(p, p->method, -1);
+    if (ex)
+        return ex;
+    if (p->json) {
+        fprintf(p->f, ",");
+        json_plan(p->f, "warmup", p->pl, p->method, p->fstage, -1);
+        return EXIT_OK;
+    }
+    char title[128];
+    snprintf(title, sizeof title, "warm-up chunk: forward of stage %d alone (self-overlap)",
+             p->fstage);
+    print_table(p->f, title, p->pl);
+    return EXIT_OK;
+}
+
+/* The fused pair under every method, against the adaptive planner's. */
+static int print_comparison(const plan_out *p)
+{
+    if (p->json)
+        fprintf(p->f, ",\"compare\":[");
+    else
+        fprintf(p->f, "the fused pair under each method:\n%-10s %12s %12s %10s %12s\n", "method",
+                "F&B", "exposed", "overlap", "vs adaptive");
+    double base = 0;
+    for (int k = PS_PLANNER_ADAPTIVE; k <= PS_PLANNER_SERIAL; k++) {
+        int ex = plan_step(p, k, p->bstage);
+        if (ex)
+            return ex;
+        ps_plan_stats st;
+        ps_plan_stats_get(p->pl, &st);
+        if (k == PS_PLANNER_ADAPTIVE)
+            base = st.duration;
+        if (p->json)
+            fprintf(p->f,
+                    "%s{\"method\":\"%s\",\"duration\":%.9g,\"exposed\":%.9g,\"overlap\":%.9g}",
+                    k ? "," : "", ps_planner_name(k), st.duration, st.exposed, st.overlap);
+        else
+            fprintf(p->f, "%-10s %12.3f %12.3f %9.1f%% %11.3fx\n", ps_planner_name(k), st.duration,
+                    st.exposed, 100.0 * st.overlap, base > 0 ? st.duration / base : 1.0);
+    }
+    if (p->json)
+        fprintf(p->f, "]}\n");
+    return EXIT_OK;
+}
+
+/* Writes the plans of a fused pair and a warm-up chunk of s's model stages (fstage/bstage < 0:
+ * defaults) to f, and the comparison of the methods. Returns the exit status. */
+static int print_plans(FILE *f, const ps_problem *pb, const ps_schedule *s, int method, int fstage,
+                       int bstage, int json)
+{
+    plan_out p = {
+        f,      pb,     NULL, method, ps_schedule_num_stages(s) / ps_schedule_param_copies(s),
+        fstage, bstage, json};
     ps_moe_model m;
     if (ps_problem_get_moe(pb, &m)) {
         fprintf(stderr, "pipesched: plan needs a MoE model: a config with \"model\" and "
                         "\"cluster\" blocks, or a \"moe\" block (docs/config.md)\n");
         return EXIT_USAGE;
     }
-    if (fstage >= stages || bstage >= stages) {
+    if (fstage >= p.stages || bstage >= p.stages) {
         fprintf(stderr, "pipesched: --%s %d is out of range: the schedule has %d model stages\n",
-                fstage >= stages ? "fstage" : "bstage", fstage >= stages ? fstage : bstage, stages);
+                fstage >= p.stages ? "fstage" : "bstage", fstage >= p.stages ? fstage : bstage,
+                p.stages);
         return EXIT_USAGE;
     }
-    if (fstage < 0)
-        fstage = cli_default_stage(pb, stages);
-    if (bstage < 0)
-        bstage = fstage;
-    ps_plan *pl;
-    if (ps_plan_new(&pl, NULL)) {
+    if (p.fstage < 0)
+        p.fstage = cli_default_stage(pb, p.stages);
+    if (p.bstage < 0)
+        p.bstage = p.fstage;
+    if (ps_plan_new(&p.pl, NULL)) {
         fprintf(stderr, "pipesched: out of memory\n");
         return EXIT_INTERNAL;
     }
-    int ex = EXIT_OK, rc;
-    ps_a2a_info a;
-    int have_a2a = ps_problem_a2a_info(pb, &a) == 0;
-    static const char *const algo[] = {"auto", "flat", "hierarchical"};
-    if (json) {
-        fprintf(f, "{\"schedule\":\"%s\",\"model_stages\":%d,\"layers\":%d,\"dense_layers\":%d,",
-                ps_schedule_family(s), stages, (int)m.layers, (int)m.dense_layers);
-        if (have_a2a)
-            fprintf(f,
-                    "\"a2a\":{\"chosen\":\"%s\",\"flat\":{\"inter_bytes\":%.9g,\"intra_bytes\":"
-                    "%.9g,\"time\":%.9g},\"hierarchical\":{\"inter_bytes\":%.9g,\"intra_bytes\":"
-                    "%.9g,\"time\":%.9g}},",
-                    algo[a.chosen], a.flat_inter, a.flat_intra, a.flat_time, a.hier_inter,
-                    a.hier_intra, a.hier_time);
-    } else {
-        fprintf(f, "%s: %d layers (%d dense) over %d model stages; planner %s\n",
-                ps_schedule_family(s), (int)m.layers, (int)m.dense_layers, stages,
-                ps_planner_name(method));
-        if (have_a2a)
-            fprintf(f,
-                    "all-to-all per MoE layer: flat %.3f ms (inter-node %.1f MB), hierarchical "
-                    "%.3f ms (inter-node %.1f MB): %s\n",
-                    a.flat_time, a.flat_inter / 1e6, a.hier_time, a.hier_inter / 1e6,
-                    algo[a.chosen]);
-        fprintf(f, "\n");
-    }
-    /* The fused pair. */
-    if ((rc = ps_plan_step(pl, pb, method, stages, fstage, PS_B, bstage))) {
-        ex = cli_exit_code(rc);
-        fprintf(stderr, "pipesched: plan: %s\n", ps_plan_last_error(pl));
-        goto out;
-    }
-    int flo, fhi, blo, bhi;
-    const ps_plan_op *ops;
-    size_t n = ps_plan_ops(pl, &ops);
-    layer_span(ops, n, 0, &flo, &fhi);
-    layer_span(ops, n, 1, &blo, &bhi);
-    if (json) {
-        json_plan(f, "pair", pl, method, fstage, bstage);
-    } else {
-        char title[256];
-        snprintf(title, sizeof title,
-                 "fused pair: forward of stage %d (layers %d-%d) with the full backward of stage "
-                 "%d (layers %d-%d) of another micro-batch",
-                 fstage, flo, fhi, bstage, blo, bhi);
-        print_table(f, title, pl);
-    }
-    /* The warm-up chunk: a forward alone. */
-    if ((rc = ps_plan_step(pl, pb, method, stages, fstage, PS_B, -1))) {
-        ex = cli_exit_code(rc);
-        fprintf(stderr, "pipesched: plan: %s\n", ps_plan_last_error(pl));
-        goto out;
-    }
-    if (json) {
-        fprintf(f, ",");
-        json_plan(f, "warmup", pl, method, fstage, -1);
-        fprintf(f, ",\"compare\":[");
-    } else {
-        char title[128];
-        snprintf(title, sizeof title, "warm-up chunk: forward of stage %d alone (self-overlap)",
-                 fstage);
-        print_table(f, title, pl);
-        fprintf(f, "the fused pair under each method:\n%-10s %12s %12s %10s %12s\n", "method",
-                "F&B", "exposed", "overlap", "vs adaptive");
-    }
-    double base = 0;
-    for (int k = 0; k < 4; k++) {
-        if ((rc = ps_plan_step(pl, pb, k, stages, fstage, PS_B, bstage))) {
-            ex = cli_exit_code(rc);
-            fprintf(stderr, "pipesched: plan: %s\n", ps_plan_last_error(pl));
-            goto out;
-        }
-        ps_plan_stats st;
-        ps_plan_stats_get(pl, &st);
-        if (k == 0)
-            base = st.duration;
-        if (json)
-            fprintf(f, "%s{\"method\":\"%s\",\"duration\":%.9g,\"exposed\":%.9g,\"overlap\":%.9g}",
-                    k ? "," : "", ps_planner_name(k), st.duration, st.exposed, st.overlap);
-        else
-            fprintf(f, "%-10s %12.3f %12.3f %9.1f%% %11.3fx\n", ps_planner_name(k), st.duration,
-                    st.exposed, 100.0 * st.overlap, base > 0 ? st.duration / base : 1.0);
-    }
-    if (json)
-        fprintf(f, "]}\n");
-out:
-    ps_plan_free(pl);
+    print_header(&p, s, &m);
+    int ex = print_pair(&p);
+    if (!ex)
+        ex = print_warmup(&p);
+    if (!ex)
+        ex = print_comparison(&p);
+    ps_plan_free(p.pl);
     return ex;
 }
 
-/* Simulates pb as family (vpp 0: keep) under its MoE model; prints one summary line. */
-static int demo_row(FILE *f, ps_problem *pb, const char *family, int vpp, double *makespan)
-{
-    ps_schedule *s = NULL;
-    ps_sim *sim = NULL;
-    int ex = EXIT_INTERNAL;
-    int adaptive = !strcmp(family, "adaptive"); /* its options stay for it only */
-    if (ps_problem_set_schedule(pb, family) || (vpp && ps_problem_set_int(pb, PS_PARAM_VPP, vpp)) ||
-        (!adaptive && (ps_problem_set_int(pb, PS_PARAM_EXTRA_WARMUP, -1) ||
-                       ps_problem_set_int(pb, PS_PARAM_SPLIT_BACKWARD, 0))) ||
-        ps_schedule_new(&s, NULL) || ps_sim_new(&sim, NULL))
-        goto out;
-    int rc = ps_schedule_generate(s, pb);
-    if (!rc)
-        rc = ps_schedule_validate(s);
-    if (!rc)
-        rc = ps_sim_run(sim, s, pb);
-    if (rc) {
-        fprintf(stderr, "pipesched: demo: %s: %s%s\n", family, ps_schedule_last_error(s),
-                ps_sim_last_error(sim));
-        ex = cli_exit_code(rc);
-        goto out;
-    }
-    ps_metrics m;
-    ps_comm_metrics c;
-    ps_rank_metrics r0;
-    ps_sim_metrics(sim, &m);
-    ps_sim_comm(sim, &c);
-    ps_sim_rank_metrics(sim, 0, &r0);
-    fprintf(f, "  %-12s %4d %11.1f %10.2f%% %10.2f%% %10.2f%% %9lld %7d\n", family,
-            ps_schedule_vpp(s), m.makespan, 100 * m.bubble_ratio, 100 * c.overlap[PS_PHASE_STEADY],
-            100 * c.overlap[PS_PHASE_ALL], (long long)r0.peak_activations, r0.param_copies);
-    if (makespan)
-        *makespan = m.makespan;
-    ex = EXIT_OK;
-out:
-    ps_sim_free(sim);
-    ps_schedule_free(s);
-    return ex;
-}
-
-int cli_demo_moe(FILE *f, const char *json, const char *source)
+static int plan_main(const cli_opts *o)
 {
     ps_problem *pb = NULL;
-    int ex = EXIT_INTERNAL;
-    if (ps_problem_new(&pb, NULL))
-        goto out;
-    if (ps_problem_load_json(pb, json, strlen(json))) {
-        fprintf(stderr, "pipesched: demo: %s: %s\n", source, ps_problem_last_error(pb));
-        goto out;
+    ps_schedule *s = NULL;
+    int rc = cli_build_problem(o, &pb);
+    if (rc)
+        return cli_exit_code(rc);
+    int ex = cli_make_schedule(pb, &s);
+    FILE *f = stdout;
+    if (!ex && o->output && !(f = fopen(o->output, "w"))) {
+        fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+        ex = EXIT_USAGE;
     }
-    ps_moe_model m;
-    ps_a2a_info a;
-    ps_problem_get_moe(pb, &m);
-    long long pp = ps_problem_get_int(pb, PS_PARAM_PP), vpp = ps_problem_get_int(pb, PS_PARAM_VPP);
-    long long mb = ps_problem_get_int(pb, PS_PARAM_MICROBATCHES);
-    fprintf(f,
-            "== Adaptive Pipe on Pangu Ultra MoE 718B (%s)\n"
-            "%d layers (%d dense), PP%lld/VPP%lld, %lld micro-batches; per-layer durations "
-            "derived from the\nmodel and cluster dimensions, in milliseconds.\n",
-            source, (int)m.layers, (int)m.dense_layers, pp, vpp, mb);
-    if (!ps_problem_a2a_info(pb, &a))
-        fprintf(f,
-                "all-to-all per MoE layer: flat %.2f ms, hierarchical %.2f ms (%.0f vs %.0f MB "
-                "across nodes): %s\n",
-                a.flat_time, a.hier_time, a.flat_inter / 1e6, a.hier_inter / 1e6,
-                a.chosen == PS_A2A_HIERARCHICAL ? "hierarchical" : "flat");
-    /* The steady-phase pair: the last model stage, forward and full backward. */
-    int stages = (int)(pp * vpp);
-    ps_plan *pl;
-    if (ps_plan_new(&pl, NULL))
-        goto out;
-    fprintf(f, "steady-phase fused pair (forward + backward of a 2-layer MoE chunk):\n");
-    for (int k = 0; k < 4; k++) {
-        if (ps_plan_step(pl, pb, k, stages, stages - 1, PS_B, stages - 1)) {
-            fprintf(stderr, "pipesched: demo: %s\n", ps_plan_last_error(pl));
-            ps_plan_free(pl);
-            goto out;
+    if (!ex) {
+        ex = print_plans(f, pb, s, o->method < 0 ? PS_PLANNER_ADAPTIVE : o->method, (int)o->fstage,
+                         (int)o->bstage, o->json);
+        if (f != stdout && fclose(f) && !ex) {
+            fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+            ex = EXIT_INTERNAL;
         }
-        ps_plan_stats st;
-        ps_plan_stats_get(pl, &st);
-        fprintf(f, "  %-10s F&B %8.2f ms, all-to-all %7.2f ms, exposed %6.2f ms, hidden %6.2f%%\n",
-                ps_planner_name(k), st.duration, st.comm, st.exposed, 100 * st.overlap);
     }
-    ps_plan_free(pl);
-    fprintf(f,
-            "whole iteration (EP all-to-all hidden: steady phase / whole iteration):\n"
-            "  %-12s %4s %11s %11s %11s %11s %9s %7s\n",
-            "schedule", "vpp", "makespan", "bubble", "steady", "whole", "peak_act0", "params");
-    double ad = 0, il = 0, dv = 0;
-    if ((ex = demo_row(f, pb, "adaptive", 0, &ad)) || (ex = demo_row(f, pb, "interleaved", 0, &il)))
-        goto out;
-    if ((ex = demo_row(f, pb, "dualpipev", 2, &dv)))
-        goto out;
-    fprintf(f,
-            "Adaptive Pipe is %.1f%% faster than interleaved 1F1B and %.1f%% faster than "
-            "DualPipeV here: its\nsteady phase fuses each forward with the backward of another "
-            "micro-batch, so the\nall-to-all of one hides under the other's compute, with one "
-            "copy of the weights.\n",
-            il > 0 ? 100.0 * (il - ad) / il : 0.0, dv > 0 ? 100.0 * (dv - ad) / dv : 0.0);
-    ex = EXIT_OK;
-out:
+    ps_schedule_free(s);
     ps_problem_free(pb);
     return ex;
 }
+
+const cli_command cli_cmd_plan = {
+    .name = "plan",
+    .summary = "overlap plan of a fused pair (MoE all-to-all)",
+    .usage = "pipesched plan --config FILE [OPTIONS]",
+    .about = "Plans one fused pair (the forward of one micro-batch with the full backward of\n"
+             "another, as in the steady phase of adaptive or DualPipe) and one warm-up forward\n"
+             "chunk on the compute and communication streams of a device, with the MoE model of\n"
+             "the config (\"model\" + \"cluster\", or \"moe\"; docs/config.md). Prints both as\n"
+             "two-stream tables and compares the pair under the adaptive planner, MindSpeed's and\n"
+             "Megatron's fixed orders and serial execution. Times are in the model's unit\n"
+             "(milliseconds when derived from dimensions).",
+    .option_help = {{"json", "the plans as JSON"}},
+    .run = plan_main,
+};

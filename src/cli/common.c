@@ -1,0 +1,191 @@
+/*
+ * The steps the commands share: build the problem from the options, generate and validate a
+ * schedule, simulate it, and write what `simulate` and `check` print. Each step reports its
+ * own failure ("pipesched: ..."), so a command only passes the exit status on.
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+#include <stdlib.h>
+
+/* A configuration file larger than this is a mistake, not a configuration. */
+#define CONFIG_LIMIT (64u << 20)
+
+int cli_report(const char *what, int rc, const char *msg)
+{
+    fprintf(stderr, "pipesched: %s%s%s\n", what ? what : "", what ? ": " : "",
+            msg && *msg ? msg : ps_strerror(rc));
+    return cli_exit_code(rc);
+}
+
+static int load_config(ps_problem *pb, const char *path)
+{
+    char *text;
+    size_t len;
+    if (cli_read_file(path, CONFIG_LIMIT, &text, &len))
+        return PS_EINVAL;
+    int rc = ps_problem_load_json(pb, text, len);
+    free(text);
+    if (rc)
+        fprintf(stderr, "pipesched: %s: %s\n", path, ps_problem_last_error(pb));
+    return rc;
+}
+
+/* The flags, over what the config set; the library says why a value does not fit. */
+static int apply_flags(ps_problem *pb, const cli_opts *o)
+{
+    int rc = 0;
+    if (o->schedule && (rc = ps_problem_set_schedule(pb, o->schedule)))
+        return rc;
+    if (o->pp > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_PP, o->pp)))
+        return rc;
+    if (o->vpp > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_VPP, o->vpp)))
+        return rc;
+    if (o->m > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, o->m)))
+        return rc;
+    if (o->group > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_GROUP_SIZE, o->group)))
+        return rc;
+    if (o->extra_warmup >= 0 &&
+        (rc = ps_problem_set_int(pb, PS_PARAM_EXTRA_WARMUP, o->extra_warmup)))
+        return rc;
+    if (o->split_backward && (rc = ps_problem_set_int(pb, PS_PARAM_SPLIT_BACKWARD, 1)))
+        return rc;
+    if (o->costs && (rc = ps_problem_set_costs_string(pb, o->costs)))
+        return rc;
+    if (o->memory && (rc = ps_problem_set_memory_string(pb, o->memory)))
+        return rc;
+    if (o->mem_limit >= 0 && (rc = ps_problem_set_mem_limit(pb, o->mem_limit)))
+        return rc;
+    return 0;
+}
+
+int cli_build_problem(const cli_opts *o, ps_problem **out)
+{
+    ps_problem *pb;
+    int rc = ps_problem_new(&pb, NULL);
+    if (rc) {
+        fprintf(stderr, "pipesched: %s\n", ps_strerror(rc));
+        return rc;
+    }
+    if (o->config && (rc = load_config(pb, o->config))) {
+        ps_problem_free(pb);
+        return rc;
+    }
+    if ((rc = apply_flags(pb, o))) {
+        fprintf(stderr, "pipesched: %s\n", ps_problem_last_error(pb));
+        ps_problem_free(pb);
+        return rc;
+    }
+    *out = pb;
+    return 0;
+}
+
+int cli_make_schedule(const ps_problem *pb, ps_schedule **out)
+{
+    ps_schedule *s;
+    int rc = ps_schedule_new(&s, NULL);
+    if (rc)
+        return cli_report("schedule", rc, NULL);
+    rc = ps_schedule_generate(s, pb);
+    if (rc) {
+        int ex = cli_report(NULL, rc, ps_schedule_last_error(s));
+        ps_schedule_free(s);
+        return ex;
+    }
+    rc = ps_schedule_validate(s);
+    if (rc) {
+        int ex = cli_report("validation", rc, ps_schedule_last_error(s));
+        ps_schedule_free(s);
+        return ex;
+    }
+    *out = s;
+    return EXIT_OK;
+}
+
+int cli_run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, ps_sim **out)
+{
+    ps_sim *sim;
+    int rc = ps_sim_new(&sim, NULL);
+    if (rc)
+        return cli_report("simulate", rc, NULL);
+    rc = ps_sim_run(sim, s, pb);
+    if (rc) {
+        int ex = cli_report(what, rc, ps_sim_last_error(sim));
+        ps_sim_free(sim);
+        return ex;
+    }
+    *out = sim;
+    return EXIT_OK;
+}
+
+int cli_emit(const ps_schedule *s, const ps_sim *sim, ps_format fmt, const char *path)
+{
+    FILE *f = path ? fopen(path, "wb") : stdout;
+    if (!f) {
+        fprintf(stderr, "pipesched: cannot write %s\n", path);
+        return EXIT_USAGE;
+    }
+    int rc = ps_export(s, sim, fmt, cli_write_file, f);
+    int cerr = path ? fclose(f) : fflush(f);
+    if (rc || cerr) {
+        fprintf(stderr, "pipesched: writing %s failed: %s\n", path ? path : "stdout",
+                rc ? ps_strerror(rc) : "I/O error");
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
+}
+
+/* The all-to-all lines of the metrics, for a simulation with a MoE model. */
+static void print_comm(FILE *f, const ps_sim *sim)
+{
+    static const char *const phase[PS_PHASE_COUNT] = {"warm-up", "steady", "cool-down", "whole"};
+    ps_comm_metrics c;
+    if (ps_sim_comm(sim, &c))
+        return;
+    fprintf(f, "EP all-to-all (summed over ranks): %10s %12s %9s\n", "total", "exposed", "overlap");
+    for (int ph = 0; ph < PS_PHASE_COUNT; ph++)
+        fprintf(f, "  %-32s %10g %12g %8.2f%%\n", phase[ph], c.total[ph], c.exposed[ph],
+                100.0 * c.overlap[ph]);
+}
+
+void cli_print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim)
+{
+    ps_metrics m;
+    ps_sim_metrics(sim, &m);
+    fprintf(f, "schedule %s: pp=%d vpp=%d stages=%d microbatches=%d actions=%zu\n",
+            ps_schedule_family(s), ps_schedule_pp(s), ps_schedule_vpp(s), ps_schedule_num_stages(s),
+            ps_schedule_microbatches(s), ps_schedule_total_actions(s));
+    fprintf(f, "makespan %g  bubble %g  bubble_ratio %.4f\n", m.makespan, m.bubble, m.bubble_ratio);
+    fprintf(f, "%6s %12s %12s %12s %8s %10s %7s\n", "rank", "busy", "span", "idle", "peak_act",
+            "peak_mem", "params");
+    for (int r = 0; r < ps_schedule_pp(s); r++) {
+        ps_rank_metrics rm;
+        ps_sim_rank_metrics(sim, r, &rm);
+        fprintf(f, "%6d %12g %12g %12g %8lld %10g %7d\n", r, rm.busy, rm.span, rm.idle,
+                (long long)rm.peak_activations, rm.peak_memory, rm.param_copies);
+    }
+    print_comm(f, sim);
+}
+
+int cli_sim_outputs(const cli_opts *o, const ps_schedule *s, const ps_sim *sim, int has_fmt,
+                    ps_format fmt)
+{
+    int ex = EXIT_OK;
+    if (o->trace && (ex = cli_emit(s, sim, PS_FORMAT_TRACE, o->trace)))
+        return ex;
+    if (has_fmt)
+        return cli_emit(s, sim, fmt == PS_FORMAT_TABLE ? PS_FORMAT_TABLE_TIMED : fmt, o->output);
+    if (o->json)
+        return cli_emit(s, sim, PS_FORMAT_METRICS, o->output);
+    FILE *f = o->output ? fopen(o->output, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+        return EXIT_USAGE;
+    }
+    cli_print_metrics(f, s, sim);
+    if (o->output && fclose(f)) {
+        fprintf(stderr, "pipesched: writing %s failed\n", o->output);
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
+}

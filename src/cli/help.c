@@ -1,0 +1,89 @@
+/*
+ * The help screens of pipesched, printed from the option table and the command declarations:
+ * `pipesched --help`, and `pipesched CMD --help` = `pipesched help CMD`, which lists exactly
+ * the options that CMD takes, in the table's order.
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+#include <string.h>
+
+/* The help column of an option starts here; wider names push it to the next line. */
+#define HELP_COLUMN 26
+
+void cli_usage(FILE *f)
+{
+    fprintf(f, "usage: pipesched COMMAND [OPTIONS]\n\n"
+               "Pipeline-parallel schedule engine: generate, validate and simulate schedules.\n\n"
+               "commands:\n");
+    for (const cli_command *const *c = cli_commands; *c; c++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%s%s", (*c)->name, (*c)->operand ? " " : "",
+                 (*c)->operand ? (*c)->operand : "");
+        fprintf(f, "  %-20s %s\n", name, (*c)->summary);
+    }
+    fprintf(f, "  %-20s %s\n\n", "help [COMMAND]", "help on a command");
+    fprintf(f, "exit status: 0 ok, 1 invalid schedule, 2 usage or input error, 3 internal error\n");
+}
+
+const char *cli_help_text(const cli_command *cmd, const cli_option *opt)
+{
+    for (size_t i = 0; i < sizeof cmd->option_help / sizeof cmd->option_help[0]; i++)
+        if (cmd->option_help[i].option && !strcmp(cmd->option_help[i].option, opt->name))
+            return cmd->option_help[i].help;
+    return opt->help;
+}
+
+/* Prints text's lines, the first after `used` columns, the others at the help column. */
+static void print_lines(FILE *f, int used, const char *text)
+{
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, "\n");
+        fprintf(f, "%*s%.*s\n", HELP_COLUMN - used, "", (int)n, p);
+        used = 0;
+        p += n + (p[n] == '\n');
+    }
+}
+
+static void print_option(FILE *f, const cli_option *opt, const char *text)
+{
+    char left[128];
+    int n;
+    if (opt->letter)
+        n = snprintf(left, sizeof left, "  -%c, --%s", opt->letter, opt->name);
+    else
+        n = snprintf(left, sizeof left, "      --%s", opt->name);
+    if (opt->metavar)
+        n += snprintf(left + n, sizeof left - (size_t)n, " %s", opt->metavar);
+    fputs(left, f);
+    if (n >= HELP_COLUMN - 1) { /* no room for the help on the same line */
+        fputc('\n', f);
+        n = 0;
+    }
+    print_lines(f, n, text ? text : "");
+    for (int a = 0; a < CLI_MAX_ALIASES && opt->aliases[a]; a++)
+        fprintf(f, "%*salso: --%s\n", HELP_COLUMN, "", opt->aliases[a]);
+}
+
+void cli_help(FILE *f, const cli_command *cmd)
+{
+    fprintf(f, "usage: %s\n\n%s\n\noptions:\n", cmd->usage, cmd->about);
+    for (size_t i = 0; i < cli_option_count; i++)
+        if (cli_takes(cmd, &cli_options[i]))
+            print_option(f, &cli_options[i], cli_help_text(cmd, &cli_options[i]));
+}
+
+int cli_help_main(int argc, char **argv)
+{
+    if (argc < 2) {
+        cli_usage(stdout);
+        return EXIT_OK;
+    }
+    const cli_command *cmd = cli_find(argv[1]);
+    if (!cmd) {
+        fprintf(stderr, "pipesched: no command \"%s\" (see pipesched --help)\n", argv[1]);
+        return EXIT_USAGE;
+    }
+    cli_help(stdout, cmd);
+    return EXIT_OK;
+}

@@ -1,0 +1,199 @@
+/*
+ * The options of pipesched, each declared once.
+ *
+ * A row gives an option's names, its argument (type, range, choices), its help, the commands
+ * that take it and the field of cli_opts that receives its value. parse.c builds
+ * getopt_long's table from the rows, so an option cannot be accepted without being
+ * documented, and takes the messages for a bad value from the row's range; help.c prints the
+ * same rows as the help screens.
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+#include <string.h>
+
+/* Where a value goes. _Generic refuses a field whose type does not match the argument's, so a
+ * row cannot write a double into an int. */
+#define AT(field, T) _Generic(((cli_opts *)0)->field, T : offsetof(cli_opts, field))
+#define FLAG(field) .type = CLI_FLAG, .offset = AT(field, int)
+#define STRING(field) .type = CLI_STRING, .offset = AT(field, const char *)
+#define INT(field, lo_, hi_) .type = CLI_INT, .offset = AT(field, long long), .lo = lo_, .hi = hi_
+#define DECIMAL(field, lo_, hi_)                                                                   \
+    .type = CLI_DECIMAL, .offset = AT(field, double), .dlo = lo_, .dhi = hi_
+#define CHOICE(field, list, noun_)                                                                 \
+    .type = CLI_CHOICE, .offset = AT(field, int), .choices = list, .noun = noun_
+
+/* The commands that build a schedule from the schedule options; check reads its schedule from
+ * a file, and plan models its costs with the MoE model instead of --costs. */
+#define SCHEDULE_COMMANDS "generate simulate run plan draw"
+#define COST_COMMANDS "generate simulate check run draw"
+#define INPUT_COMMANDS "generate simulate check run plan draw"
+
+static const cli_choice formats[] = {{"table", PS_FORMAT_TABLE},
+                                     {"json", PS_FORMAT_JSON},
+                                     {"csv", PS_FORMAT_CSV},
+                                     {"csv-comms", PS_FORMAT_CSV_COMMS},
+                                     {NULL, 0}};
+/* The names of ps_planner_name(), which `plan --method` tests. */
+static const cli_choice planners[] = {{"adaptive", PS_PLANNER_ADAPTIVE},
+                                      {"mindspeed", PS_PLANNER_MINDSPEED},
+                                      {"megatron", PS_PLANNER_MEGATRON},
+                                      {"serial", PS_PLANNER_SERIAL},
+                                      {NULL, 0}};
+static const cli_choice kinds[] = {{"timeline", CLI_KIND_TIMELINE},
+                                   {"overlap", CLI_KIND_OVERLAP},
+                                   {"dag", CLI_KIND_DAG},
+                                   {NULL, 0}};
+
+/* In the order of the help screens. */
+const cli_option cli_options[] = {
+    {.name = "schedule",
+     .letter = 's',
+     STRING(schedule),
+     .metavar = "NAME",
+     .def = "`1f1b`",
+     .commands = SCHEDULE_COMMANDS,
+     .help = "schedule family or alias (see `pipesched list`)"},
+    {.name = "pp",
+     .letter = 'p',
+     INT(pp, 1, PS_MAX_PP),
+     .metavar = "N",
+     .def = "4",
+     .commands = SCHEDULE_COMMANDS,
+     .help = "pipeline ranks"},
+    {.name = "vpp",
+     .letter = 'v',
+     INT(vpp, 1, PS_MAX_VPP),
+     .metavar = "N",
+     .def = "the family's: 2 for `zb-v`, `v-half`, `v-min`, else 1",
+     .commands = SCHEDULE_COMMANDS,
+     .help = "chunks (virtual stages) per rank"},
+    {.name = "microbatches",
+     .letter = 'm',
+     INT(m, 1, PS_MAX_MICROBATCHES),
+     .metavar = "N",
+     .def = "8; check: from the file",
+     .commands = INPUT_COMMANDS,
+     .help = "micro-batches per iteration"},
+    {.name = "group-size",
+     INT(group, 1, PS_MAX_MICROBATCHES),
+     .metavar = "N",
+     .def = "pp",
+     .commands = SCHEDULE_COMMANDS,
+     .help = "interleaved/adaptive micro-batch group size (default pp)",
+     .doc = "Refused by the other families."},
+    {.name = "costs",
+     STRING(costs),
+     .metavar = "SPEC",
+     .def = "`f=1,b=1,w=1,c=0`",
+     .commands = COST_COMMANDS,
+     .help = "per-chunk costs, e.g. f=1,b=1,w=1,c=0 (fb = fused pair)",
+     .doc = "Any subset of the keys."},
+    {.name = "memory",
+     STRING(memory),
+     .metavar = "SPEC",
+     .def = "`f=1,b=-0.5,w=-0.5`",
+     .commands = COST_COMMANDS,
+     .help = "memory per chunk: F adds f, I adds b, W adds w (f+b+w = 0),\n"
+             "default f=1,b=-0.5,w=-0.5",
+     .doc = "Any subset of the keys; section 1, \"Memory model\"."},
+    {.name = "mem-limit",
+     DECIMAL(mem_limit, 0, PS_MAX_COST),
+     .note = "0 = none",
+     .metavar = "X",
+     .def = "0",
+     .commands = COST_COMMANDS,
+     .help = "per-rank memory limit (0 = none): simulation rejects a\n"
+             "schedule above it; zb-auto schedules under it",
+     .doc = "A simulation above it fails with exit status 1."},
+    {.name = "extra-warmup",
+     INT(extra_warmup, 0, PS_MAX_MICROBATCHES),
+     .metavar = "N",
+     .def = "1",
+     .commands = SCHEDULE_COMMANDS,
+     .help = "adaptive: extra warm-up forwards before the fused steady\n"
+             "phase (default 1)"},
+    {.name = "split-backward",
+     FLAG(split_backward),
+     .commands = SCHEDULE_COMMANDS,
+     .help = "adaptive: each cool-down backward as I then W, so the\n"
+             "input gradient leaves earlier"},
+    {.name = "config",
+     STRING(config),
+     .metavar = "FILE",
+     .commands = INPUT_COMMANDS,
+     .help = "JSON configuration (docs/config.md); flags override it",
+     .doc = "`-` reads standard input."},
+    {.name = "method",
+     CHOICE(method, planners, "planner method"),
+     .metavar = "NAME",
+     .def = "`adaptive`",
+     .commands = "plan draw",
+     .help = "planner: adaptive (default), mindspeed, megatron, serial"},
+    {.name = "fstage",
+     INT(fstage, 0, PS_MAX_STAGES - 1),
+     .metavar = "N",
+     .def = "the first stage with the most MoE layers",
+     .commands = "plan draw",
+     .help = "model stage of the fused pair's forward (default: the\n"
+             "first stage with the most MoE layers)"},
+    {.name = "bstage",
+     INT(bstage, 0, PS_MAX_STAGES - 1),
+     .metavar = "N",
+     .def = "`--fstage`",
+     .commands = "plan draw",
+     .help = "model stage of its backward (default: --fstage)"},
+    {.name = "format",
+     .letter = 'f',
+     CHOICE(format, formats, "format"),
+     .metavar = "FMT",
+     .def = "`table`",
+     .commands = "generate simulate check"},
+    {.name = "timed",
+     FLAG(timed),
+     .commands = "generate",
+     .help = "simulate: the table gets one column per time unit, the\n"
+             "JSON start/end times and metrics"},
+    {.name = "json", FLAG(json), .commands = "list simulate check run plan"},
+    {.name = "trace",
+     STRING(trace),
+     .metavar = "FILE",
+     .commands = "simulate check run",
+     .help = "write a Chrome/Perfetto trace (1 cost unit = 1 ms)"},
+    {.name = "time-scale",
+     DECIMAL(time_scale, 0, 10),
+     .lo_open = 1,
+     .unit = "seconds per cost unit",
+     .metavar = "S",
+     .def = "0.001",
+     .commands = "run",
+     .help = "seconds of real time per cost unit (default 0.001)"},
+    {.name = "kind",
+     CHOICE(kind, kinds, "kind"),
+     .metavar = "KIND",
+     .def = "`timeline`",
+     .commands = "draw",
+     .help = "timeline (default), overlap or dag"},
+    {.name = "output",
+     .letter = 'o',
+     STRING(output),
+     .metavar = "FILE",
+     .def = "stdout",
+     .commands = INPUT_COMMANDS,
+     .help = "write the output to FILE instead of stdout"},
+    {.name = "help", .letter = 'h', FLAG(help), .commands = "*", .help = "this help"},
+};
+const size_t cli_option_count = sizeof cli_options / sizeof cli_options[0];
+_Static_assert(sizeof cli_options / sizeof cli_options[0] <= CLI_MAX_OPTIONS,
+               "raise CLI_MAX_OPTIONS (cli.h)");
+
+int cli_takes(const cli_command *cmd, const cli_option *opt)
+{
+    if (!strcmp(opt->commands, "*"))
+        return 1;
+    size_t n = strlen(cmd->name);
+    for (const char *p = opt->commands; (p = strstr(p, cmd->name)); p += n)
+        if ((p == opt->commands || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+            return 1;
+    return 0;
+}

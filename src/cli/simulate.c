@@ -1,0 +1,41 @@
+/*
+ * `pipesched simulate`: generates, validates and simulates a schedule and prints its metrics,
+ * or the timed schedule.
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+static int simulate_main(const cli_opts *o)
+{
+    ps_format fmt = o->format < 0 ? PS_FORMAT_TABLE : (ps_format)o->format;
+    if (fmt == PS_FORMAT_CSV || fmt == PS_FORMAT_CSV_COMMS) {
+        fprintf(stderr, "pipesched: simulate prints table or json; use generate for CSV\n");
+        return EXIT_USAGE;
+    }
+    ps_problem *pb = NULL;
+    ps_schedule *s = NULL;
+    ps_sim *sim = NULL;
+    int rc = cli_build_problem(o, &pb);
+    if (rc)
+        return cli_exit_code(rc);
+    int ex = cli_make_schedule(pb, &s);
+    if (!ex)
+        ex = cli_run_sim(s, pb, NULL, &sim);
+    if (!ex)
+        ex = cli_sim_outputs(o, s, sim, o->format >= 0, fmt);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return ex;
+}
+
+const cli_command cli_cmd_simulate = {
+    .name = "simulate",
+    .summary = "simulate a schedule: makespan, bubbles, memory",
+    .usage = "pipesched simulate [OPTIONS]",
+    .about = "Generates, validates and simulates a schedule; prints its metrics.",
+    .option_help = {{"format", "print the timed schedule (table, or json with the metrics)\n"
+                               "instead of the metrics"},
+                    {"json", "metrics as JSON"}},
+    .run = simulate_main,
+};
