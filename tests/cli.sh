@@ -227,6 +227,35 @@ JSON
 fi
 
 # One option table drives the parser and the help.
+# same FILE1 FILE2 DESCRIPTION: the two files are equal.
+same() {
+    if cmp -s "$1" "$2"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL: $3: the outputs differ:"
+        diff "$1" "$2" | head -5 | sed 's/^/    /'
+    fi
+}
+# Megatron-LM's names are aliases of --pp, --vpp and --group-size.
+expect 0 "short names" -- "$bin" generate -s interleaved -p 4 -v 2 -m 8 --group-size 4 --format json
+cp "$tmp/out" "$tmp/short.json"
+expect 0 "Megatron-LM names" -- "$bin" generate -s interleaved --pipeline-model-parallel-size 4 \
+    --virtual-pipeline-model-parallel-size 2 -m 8 \
+    --microbatch-group-size-per-virtual-pipeline-stage 4 --format json
+same "$tmp/short.json" "$tmp/out" "the aliases give the output of the short names"
+expect 0 "simulate with aliases" -- "$bin" simulate -s interleaved --pipeline-model-parallel-size=4 \
+    --virtual-pipeline-model-parallel-size=2 -m 8 --json
+contains "$tmp/out" '"makespan":57,' "aliases: interleaved p4 v2 m8 makespan 57"
+expect 0 "help shows aliases" -- "$bin" help simulate
+contains "$tmp/out" "also: --pipeline-model-parallel-size" "help names the pp alias"
+contains "$tmp/out" "also: --virtual-pipeline-model-parallel-size" "help names the vpp alias"
+contains "$tmp/out" "also: --microbatch-group-size-per-virtual-pipeline-stage" "help names the group alias"
+expect 2 "alias out of range" -- "$bin" generate --pipeline-model-parallel-size 0
+contains "$tmp/err" "--pipeline-model-parallel-size must be in [1, 4096]; got 0" "alias range message"
+expect 2 "alias of a foreign option" -- "$bin" list --pipeline-model-parallel-size 4
+contains "$tmp/err" "list does not take --pipeline-model-parallel-size (see pipesched list --help)" \
+    "foreign alias named"
 # The messages come from the table's ranges and types.
 expect 2 "pp 0" -- "$bin" generate -p 0
 contains "$tmp/err" "--pp must be in [1, 4096]; got 0" "int range message"
@@ -236,6 +265,8 @@ expect 2 "unknown option named" -- "$bin" simulate --bogus
 contains "$tmp/err" "unknown option --bogus" "unknown option message"
 expect 2 "flag with a value" -- "$bin" simulate --json=1
 contains "$tmp/err" "--json takes no value" "flag value refused (it used to say: unknown option -j)"
+expect 2 "ambiguous prefix" -- "$bin" generate --micro 8
+contains "$tmp/err" "--micro is ambiguous: --microbatches --microbatch-group-size" "ambiguous prefix named"
 expect 2 "mem-limit not a number" -- "$bin" simulate --mem-limit 1x
 contains "$tmp/err" '--mem-limit needs a decimal number; got "1x"' "decimal message"
 expect 2 "mem-limit out of range" -- "$bin" simulate --mem-limit 2e12

@@ -45,7 +45,8 @@ static const cli_choice kinds[] = {{"timeline", CLI_KIND_TIMELINE},
                                    {"dag", CLI_KIND_DAG},
                                    {NULL, 0}};
 
-/* In the order of the help screens. */
+/* In the order of the help screens. The aliases are Megatron-LM's names, so that a launch
+ * script's flags can be pasted. */
 const cli_option cli_options[] = {
     {.name = "schedule",
      .letter = 's',
@@ -56,6 +57,7 @@ const cli_option cli_options[] = {
      .help = "schedule family or alias (see `pipesched list`)"},
     {.name = "pp",
      .letter = 'p',
+     .aliases = {"pipeline-model-parallel-size"},
      INT(pp, 1, PS_MAX_PP),
      .metavar = "N",
      .def = "4",
@@ -63,6 +65,7 @@ const cli_option cli_options[] = {
      .help = "pipeline ranks"},
     {.name = "vpp",
      .letter = 'v',
+     .aliases = {"virtual-pipeline-model-parallel-size"},
      INT(vpp, 1, PS_MAX_VPP),
      .metavar = "N",
      .def = "the family's: 2 for `zb-v`, `v-half`, `v-min`, else 1",
@@ -76,6 +79,7 @@ const cli_option cli_options[] = {
      .commands = INPUT_COMMANDS,
      .help = "micro-batches per iteration"},
     {.name = "group-size",
+     .aliases = {"microbatch-group-size-per-virtual-pipeline-stage"},
      INT(group, 1, PS_MAX_MICROBATCHES),
      .metavar = "N",
      .def = "pp",

@@ -131,6 +131,38 @@ static void init_opts(cli_opts *o)
     }
 }
 
+/* The options whose long name begins with the n characters of prefix, the aliases of one
+ * option (its neighbours in longopts) counted once; printed to f unless f is NULL. */
+static int matches(const char *prefix, size_t n, FILE *f)
+{
+    int hits = 0, last = -1;
+    for (const struct option *lo = longopts; n && lo->name; lo++) {
+        if (strncmp(lo->name, prefix, n) || lo->val == last)
+            continue;
+        last = lo->val;
+        hits++;
+        if (f)
+            fprintf(f, " --%s", lo->name);
+    }
+    return hits;
+}
+
+/* getopt_long takes a unique prefix of a long name, and refuses one that fits several options
+ * as if it were unknown. The aliases make that likelier (--micro), so this names the options
+ * it fits. Returns 0 when arg is not such a prefix. */
+static int report_ambiguous(const char *arg)
+{
+    if (strncmp(arg, "--", 2))
+        return 0;
+    size_t n = strcspn(arg += 2, "=");
+    if (matches(arg, n, NULL) < 2)
+        return 0;
+    fprintf(stderr, "pipesched: --%.*s is ambiguous:", (int)n, arg);
+    matches(arg, n, stderr);
+    fprintf(stderr, "\n");
+    return 1;
+}
+
 /* Says why getopt_long refused argv's current option. */
 static void report_bad_option(int c, char **argv)
 {
@@ -139,6 +171,8 @@ static void report_bad_option(int c, char **argv)
         fprintf(stderr, "pipesched: %s needs a value\n", argv[optind - 1]);
     else if (known) /* a flag written --flag=value */
         fprintf(stderr, "pipesched: --%s takes no value\n", known->name);
+    else if (!optopt && report_ambiguous(argv[optind - 1]))
+        return;
     else if (optopt)
         fprintf(stderr, "pipesched: unknown option -%c\n", optopt);
     else
