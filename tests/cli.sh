@@ -226,7 +226,7 @@ JSON
         --fstage 9 -o "$tmp/o2.svg"
 fi
 
-# One option table drives the parser and the help.
+# One option table drives the parser, the help and the guide.
 # same FILE1 FILE2 DESCRIPTION: the two files are equal.
 same() {
     if cmp -s "$1" "$2"; then
@@ -287,6 +287,38 @@ if [ "$got" = "$order" ]; then
 else
     fail=$((fail + 1))
     echo "FAIL: pipesched --help lists \"$got\", expected \"$order\""
+fi
+
+# The guide's option list and its `help simulate` example are the program's own output
+# (checked against a build with every command, which the guide documents).
+guide=$(cd "$(dirname "$0")/.." && pwd)/docs/guide.md
+# guide_block NAME FILE: the guide's lines between its NAME markers are FILE; with
+# PS_UPDATE_GUIDE=1 they are replaced by FILE instead.
+guide_block() {
+    sed -n "/^<!-- $1:begin -->\$/,/^<!-- $1:end -->\$/p" "$guide" | sed '1d;$d' >"$tmp/block"
+    if cmp -s "$tmp/block" "$2"; then
+        pass=$((pass + 1))
+    elif [ "${PS_UPDATE_GUIDE:-0}" = 1 ]; then
+        awk -v name="$1" -v file="$2" '
+            $0 == "<!-- " name ":end -->" { while ((getline line < file) > 0) print line; skip = 0 }
+            !skip { print }
+            $0 == "<!-- " name ":begin -->" { skip = 1 }' "$guide" >"$tmp/guide" &&
+            cat "$tmp/guide" >"$guide"
+        echo "updated the $1 block of $guide"
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL: docs/guide.md's $1 block differs from the program's output:"
+        diff -u "$tmp/block" "$2" | head -40 | sed 's/^/    /'
+        echo "    regenerate with: cd tests && PS_UPDATE_GUIDE=1 ./cli.sh $bin"
+    fi
+}
+if [ -f "$guide" ] && "$bin" help run >/dev/null 2>&1 && "$bin" help draw >/dev/null 2>&1; then
+    expect 0 "help --markdown" -- "$bin" help --markdown
+    guide_block options "$tmp/out"
+    expect 0 "help simulate" -- "$bin" help simulate
+    { printf '```console\n$ pipesched help simulate\n'; cat "$tmp/out"; printf '```\n'; } >"$tmp/help"
+    guide_block help-simulate "$tmp/help"
 fi
 
 echo "cli: $pass passed, $fail failed"

@@ -3,7 +3,7 @@
  *
  * The tool is two tables and the code they drive. options.c declares every option once
  * (names, argument, range, help, the commands that take it, where its value goes); the
- * parser and the help screens both read that table. Each
+ * parser, the help screens and the option list of docs/guide.md all read that table. Each
  * command is declared once, in its own file, as a cli_command; main.c dispatches over the
  * commands that commands.h (written by meson) names, so that a command whose library part
  * is not built (run without libuv, draw without Graphviz) is simply not compiled.
@@ -108,8 +108,10 @@ void cli_usage(FILE *f);
 void cli_help(FILE *f, const cli_command *cmd);
 /* help.c: what opt does in cmd: cmd's own help of it, or the option's. */
 const char *cli_help_text(const cli_command *cmd, const cli_option *opt);
-/* help.c: `pipesched help [COMMAND]`; argv[0] is "help". */
+/* help.c: `pipesched help [COMMAND | --markdown]`; argv[0] is "help". */
 int cli_help_main(int argc, char **argv);
+/* markdown.c: the option list of docs/guide.md. */
+void cli_markdown(FILE *f);
 
 /* util.c: reads a whole file (or stdin for "-") of at most limit bytes. Caller frees *data.
  * Prints the reason and returns non-zero on failure. */

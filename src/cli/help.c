@@ -79,6 +79,11 @@ int cli_help_main(int argc, char **argv)
         cli_usage(stdout);
         return EXIT_OK;
     }
+    /* Not listed in the help: it exists for the guide. */
+    if (!strcmp(argv[1], "--markdown")) {
+        cli_markdown(stdout);
+        return EXIT_OK;
+    }
     const cli_command *cmd = cli_find(argv[1]);
     if (!cmd) {
         fprintf(stderr, "pipesched: no command \"%s\" (see pipesched --help)\n", argv[1]);

@@ -5,7 +5,7 @@
  * that take it and the field of cli_opts that receives its value. parse.c builds
  * getopt_long's table from the rows, so an option cannot be accepted without being
  * documented, and takes the messages for a bad value from the row's range; help.c prints the
- * same rows as the help screens.
+ * same rows as the help screens and as the option list of docs/guide.md.
  * SPDX-License-Identifier: MIT
  */
 #include "cli.h"
