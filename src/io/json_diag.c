@@ -1,0 +1,250 @@
+/*
+ * Diagnostics of a checked JSON document: paths, quoting, suggestions and the collector of
+ * reported problems (json_diag.h says why the collector keeps two layouts).
+ * SPDX-License-Identifier: MIT
+ */
+#include "json_diag.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- strings ------------------------------------------------------------------------------- */
+
+void ps__json_escape(char *buf, size_t cap, const char *s, size_t n)
+{
+    size_t used = strlen(buf);
+    for (size_t i = 0; i < n && used + 7 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char short_escape = 0;
+        switch (ch) {
+        case '"':
+        case '\\':
+            short_escape = (char)ch;
+            break;
+        case '\n':
+            short_escape = 'n';
+            break;
+        case '\r':
+            short_escape = 'r';
+            break;
+        case '\t':
+            short_escape = 't';
+            break;
+        }
+        if (short_escape) {
+            buf[used++] = '\\';
+            buf[used++] = short_escape;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            used += (size_t)snprintf(buf + used, cap - used, "\\u%04x", ch);
+        } else {
+            buf[used++] = (char)ch;
+        }
+    }
+    buf[used] = '\0';
+}
+
+void ps__json_quote(char *buf, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    size_t used = strlen(buf);
+    snprintf(buf + used, cap - used, "\"");
+    ps__json_escape(buf, cap, s, n > PS__JSON_SHOW_MAX ? PS__JSON_SHOW_MAX : n);
+    used = strlen(buf);
+    snprintf(buf + used, cap - used, "%s\"", n > PS__JSON_SHOW_MAX ? "..." : "");
+}
+
+static bool is_identifier(const char *s)
+{
+    if (!(isalpha((unsigned char)*s) || *s == '_'))
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '-'))
+            return false;
+    return true;
+}
+
+void ps__json_key_path(char *buf, const char *parent, const char *key)
+{
+    if (is_identifier(key) && strlen(key) <= PS__JSON_SHOW_MAX) {
+        snprintf(buf, PS__JSON_PATH_LEN, "%s.%s", parent, key);
+    } else {
+        snprintf(buf, PS__JSON_PATH_LEN, "%s[", parent);
+        ps__json_quote(buf, PS__JSON_PATH_LEN, key);
+        size_t used = strlen(buf);
+        snprintf(buf + used, PS__JSON_PATH_LEN - used, "]");
+    }
+}
+
+void ps__json_describe(char *buf, size_t cap, const cJSON *it)
+{
+    buf[0] = '\0';
+    if (cJSON_IsString(it)) {
+        snprintf(buf, cap, "string ");
+        ps__json_quote(buf, cap, it->valuestring);
+    } else if (cJSON_IsNumber(it)) {
+        snprintf(buf, cap, "number %.15g", it->valuedouble);
+    } else if (cJSON_IsBool(it)) {
+        snprintf(buf, cap, "boolean %s", cJSON_IsTrue(it) ? "true" : "false");
+    } else if (cJSON_IsNull(it)) {
+        snprintf(buf, cap, "null");
+    } else if (cJSON_IsArray(it)) {
+        snprintf(buf, cap, "an array");
+    } else if (cJSON_IsObject(it)) {
+        snprintf(buf, cap, "an object");
+    } else {
+        snprintf(buf, cap, "an unsupported value");
+    }
+}
+
+/* ---- suggestions ----------------------------------------------------------------------------- */
+
+/* Names compare case-insensitively and with '-' equal to '_' (the registry's rule for names). */
+static int fold(int ch)
+{
+    ch = tolower((unsigned char)ch);
+    return ch == '-' ? '_' : ch;
+}
+
+/*
+ * Levenshtein distance between a and b, or 3 when it is certainly above 2. Only short strings
+ * are compared, so fixed rows suffice.
+ */
+static size_t distance(const char *a, const char *b)
+{
+    enum { MAXLEN = 64, FAR = 3 };
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > MAXLEN || lb > MAXLEN || (la > lb ? la - lb : lb - la) >= FAR)
+        return FAR;
+    size_t row[MAXLEN + 1], prev[MAXLEN + 1];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (fold(a[i - 1]) != fold(b[j - 1]));
+            size_t del = prev[j] + 1, ins = row[j - 1] + 1;
+            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, row, (lb + 1) * sizeof *row);
+    }
+    return prev[lb];
+}
+
+/* The length limits keep "x" from "looking like" every one-letter key and "foo" like "moe". */
+bool ps__json_close_to(const char *word, const char *candidate, size_t *best)
+{
+    size_t d = distance(word, candidate);
+    size_t lw = strlen(word), lc = strlen(candidate);
+    size_t longer = lw > lc ? lw : lc;
+    if (d > (longer > 3 ? 2u : 1u) || d >= longer || d >= *best)
+        return false;
+    *best = d;
+    return true;
+}
+
+const char *ps__json_suggest(const char *word, const char *(*name)(const void *ud, size_t i),
+                             const void *ud)
+{
+    const char *hit = NULL, *k;
+    size_t best = 3;
+    for (size_t i = 0; (k = name(ud, i)) != NULL; i++)
+        if (ps__json_close_to(word, k, &best))
+            hit = k;
+    return hit;
+}
+
+/* ---- the collector --------------------------------------------------------------------------- */
+
+void ps__json_diag_init(ps__json_diag *d)
+{
+    d->errors = d->unknown = 0;
+    d->full_len = d->compact_len = 0;
+    d->full[0] = d->compact[0] = '\0';
+}
+
+/* Appends s to one layout, keeping what fits. */
+static void append(char *buf, size_t *len, const char *s)
+{
+    size_t n = strlen(s), room = PS__ERRLEN - 1 - *len;
+    if (n > room)
+        n = room;
+    memcpy(buf + *len, s, n);
+    *len += n;
+    buf[*len] = '\0';
+}
+
+/* The compact layout counts only while every item is an unknown key. */
+static bool compact_open(const ps__json_diag *d)
+{
+    return d->errors == d->unknown;
+}
+
+bool ps__json_diag_quiet(const ps__json_diag *d)
+{
+    return d->full_len == PS__ERRLEN - 1 && (!compact_open(d) || d->compact_len == PS__ERRLEN - 1);
+}
+
+void ps__json_error(ps__json_diag *d, const char *path, const char *fmt, ...)
+{
+    d->errors++;
+    if (ps__json_diag_quiet(d))
+        return;
+    char item[PS__JSON_ITEM_LEN];
+    int n = snprintf(item, sizeof item, "%s: ", path);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(item + n, sizeof item - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (d->errors > 1)
+        append(d->full, &d->full_len, "; ");
+    append(d->full, &d->full_len, item);
+}
+
+void ps__json_type_error(ps__json_diag *d, const char *path, const char *expected, const cJSON *it)
+{
+    char got[PS__JSON_ITEM_LEN / 2] = "";
+    if (!ps__json_diag_quiet(d))
+        ps__json_describe(got, sizeof got, it);
+    ps__json_error(d, path, "expected %s, got %s", expected, got);
+}
+
+void ps__json_unknown_key(ps__json_diag *d, const char *parent, const char *key, const char *hint)
+{
+    d->errors++;
+    d->unknown++;
+    if (ps__json_diag_quiet(d))
+        return;
+    char path[PS__JSON_PATH_LEN], tail[96] = "";
+    ps__json_key_path(path, parent, key);
+    if (hint)
+        snprintf(tail, sizeof tail, " (did you mean \"%s\"?)", hint);
+    if (d->errors > 1)
+        append(d->full, &d->full_len, "; ");
+    append(d->full, &d->full_len, path);
+    append(d->full, &d->full_len, ": unknown key");
+    append(d->full, &d->full_len, tail);
+    if (compact_open(d)) {
+        if (d->unknown > 1)
+            append(d->compact, &d->compact_len, ", ");
+        append(d->compact, &d->compact_len, path);
+        append(d->compact, &d->compact_len, tail);
+    }
+}
+
+/*
+ * ps__adderr() keeps the first PS__ERRLEN - 6 bytes of everything appended and then marks the
+ * cut, so appending a layout that was itself cut at PS__ERRLEN - 1 bytes gives the same message
+ * as appending all of its items would.
+ */
+void ps__json_diag_render(const ps__json_diag *d, char *out)
+{
+    bool compact = d->errors > 1 && d->errors == d->unknown;
+    out[0] = '\0';
+    if (compact)
+        ps__adderr(out, "%zu unknown keys: ", d->errors);
+    else if (d->errors > 1)
+        ps__adderr(out, "%zu errors: ", d->errors);
+    ps__adderr(out, "%s", compact ? d->compact : d->full);
+}
