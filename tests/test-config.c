@@ -4,6 +4,7 @@
  * SPDX-License-Identifier: MIT
  */
 #include "internal.h"
+#include "io/config.h"
 
 #include "common.h"
 
@@ -2441,6 +2442,199 @@ START_TEST(config_allocation_failure_both_arrays)
 }
 END_TEST
 
+/* ---- the key declarations and docs/config.md ---------------------------------------------
+ *
+ * The key tables of docs/config.md are written from the loader's declarations
+ * (ps__config_doc_markdown) and must stand verbatim between their markers,
+ * "<!-- keys:NAME:begin -->" and "<!-- keys:NAME:end -->". After a change of a declaration,
+ * rewrite them from tests/ with:
+ *
+ *     PS_CONFIG_DOC_UPDATE=1 CK_RUN_CASE=docs ../build/tests/test-config
+ */
+
+/* A growing NUL-terminated string, the sink of ps__config_doc_markdown(). */
+typedef struct text {
+    char *s;
+    size_t len, cap;
+} text;
+
+static void text_addn(text *t, const char *s, size_t n)
+{
+    if (t->len + n + 1 > t->cap) {
+        t->cap = 2 * (t->len + n + 1);
+        t->s = realloc(t->s, t->cap);
+        ck_assert_ptr_nonnull(t->s);
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+static void text_add(void *ud, const char *s)
+{
+    text_addn(ud, s, strlen(s));
+}
+
+static const char config_md[] = "../docs/config.md";
+
+/* Whether name is one of the key tables. */
+static bool doc_table_known(const char *name, size_t n)
+{
+    const char *t;
+    for (size_t i = 0; (t = ps__config_doc_table(i)) != NULL; i++)
+        if (strlen(t) == n && strncmp(t, name, n) == 0)
+            return true;
+    return false;
+}
+
+START_TEST(config_doc_tables)
+{
+    size_t len;
+    char *raw = read_text(config_md, &len);
+    text doc = {NULL, 0, 0};
+    raw = realloc(raw, len + 1);
+    ck_assert_ptr_nonnull(raw);
+    raw[len] = '\0';
+    text_add(&doc, raw);
+    free(raw);
+    bool update = getenv("PS_CONFIG_DOC_UPDATE") != NULL;
+    int stale = 0;
+    const char *name;
+    for (size_t i = 0; (name = ps__config_doc_table(i)) != NULL; i++) {
+        text want = {NULL, 0, 0};
+        ck_assert_int_eq(ps__config_doc_markdown(name, text_add, &want), 0);
+        char begin[96], end[96];
+        snprintf(begin, sizeof begin, "<!-- keys:%s:begin -->\n", name);
+        snprintf(end, sizeof end, "<!-- keys:%s:end -->", name);
+        char *b = strstr(doc.s, begin);
+        ck_assert_msg(b != NULL, "%s has no marker <!-- keys:%s:begin --> for the table of %s",
+                      config_md, name, name);
+        ck_assert_msg(strstr(b + 1, begin) == NULL, "%s: the table %s is there twice", config_md,
+                      name);
+        char *from = b + strlen(begin), *to = strstr(from, end);
+        ck_assert_msg(to != NULL, "%s: no %s after the begin marker", config_md, end);
+        if ((size_t)(to - from) == want.len && memcmp(from, want.s, want.len) == 0) {
+            free(want.s);
+            continue;
+        }
+        stale++;
+        if (update) {
+            text next = {NULL, 0, 0};
+            text_addn(&next, doc.s, (size_t)(from - doc.s));
+            text_add(&next, want.s);
+            text_add(&next, to);
+            free(doc.s);
+            doc = next;
+        } else {
+            fprintf(stderr, "%s: the table \"%s\" differs from the declarations; expected:\n%s%s\n",
+                    config_md, name, begin, want.s);
+        }
+        free(want.s);
+    }
+    /* No marker names a table that does not exist (a renamed or removed object). */
+    for (const char *p = doc.s; (p = strstr(p, "\n<!-- keys:")) != NULL; p++) {
+        const char *n0 = p + strlen("\n<!-- keys:"), *n1 = strchr(n0, ':');
+        ck_assert_ptr_nonnull(n1);
+        ck_assert_msg(doc_table_known(n0, (size_t)(n1 - n0)), "%s: unknown key table %.*s",
+                      config_md, (int)(n1 - n0), n0);
+    }
+    if (update && stale) {
+        FILE *f = fopen(config_md, "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fwrite(doc.s, 1, doc.len, f), doc.len);
+        ck_assert_int_eq(fclose(f), 0);
+        fprintf(stderr, "%s: rewrote %d key tables\n", config_md, stale);
+    }
+    free(doc.s);
+    ck_assert_msg(update || stale == 0,
+                  "%d key tables of %s are out of date (expected text on stderr); see the "
+                  "comment above config_doc_tables to rewrite them",
+                  stale, config_md);
+}
+END_TEST
+
+/* The index of key name among keys, or n. */
+static size_t key_index(const ps__cfg_key *keys, size_t n, const char *name)
+{
+    size_t i = 0;
+    while (i < n && strcmp(keys[i].name, name) != 0)
+        i++;
+    return i;
+}
+
+START_TEST(config_keys_declared)
+{
+    bool reached[PS__CFG_OBJECT_COUNT] = {false}, documented[PS__CFG_OBJECT_COUNT] = {false};
+    reached[PS__CFG_ROOT] = true;
+    for (int id = 0; id < PS__CFG_OBJECT_COUNT; id++) {
+        const ps__cfg_object *o = &ps__cfg_objects[id];
+        ck_assert_msg(o->path != NULL && o->path[0] == '$', "object %d has no path", id);
+        if (o->doc)
+            documented[id] = true;
+        if (o->doc_also)
+            documented[o->doc_also] = true;
+        ps__cfg_key buf[PS__CFG_MAX_KEYS];
+        size_t n;
+        const ps__cfg_key *keys = ps__cfg_keys(id, buf, &n);
+        ck_assert_uint_gt(n, 0);
+        ck_assert_uint_le(n, PS__CFG_MAX_KEYS);
+        ck_assert_ptr_null(ps__cfg_key_name(&id, n));
+        for (size_t i = 0; i < n; i++) {
+            const ps__cfg_key *k = &keys[i];
+            ck_assert_msg(k->name != NULL && k->meaning != NULL, "%s: key %zu", o->path, i);
+            ck_assert_str_eq(ps__cfg_key_name(&id, i), k->name);
+            ck_assert_msg(key_index(keys, i, k->name) == i, "%s.%s twice", o->path, k->name);
+            ck_assert_msg(k->lo <= k->hi, "%s.%s: empty range", o->path, k->name);
+            if (k->at_most)
+                ck_assert_msg(key_index(keys, n, k->at_most) < n, "%s.%s: at_most %s", o->path,
+                              k->name, k->at_most);
+            if (k->positive_if) {
+                size_t j = key_index(keys, n, k->positive_if);
+                /* An optional key names the count in its "required key missing" message. */
+                ck_assert_msg(j < n && (k->required || (keys[j].noun && o->owner)),
+                              "%s.%s: positive_if", o->path, k->name);
+            }
+            switch (k->type) {
+            case PS__CFG_CHOICE:
+                ck_assert_ptr_nonnull(k->choice(0));
+                break;
+            case PS__CFG_STRING:
+                ck_assert(k->check != NULL);
+                break;
+            case PS__CFG_INTS:
+                ck_assert_msg(k->max_len > 0 && k->limit, "%s.%s: length", o->path, k->name);
+                break;
+            case PS__CFG_OBJECTS:
+                ck_assert_msg(k->max_len > 0 && k->limit, "%s.%s: length", o->path, k->name);
+                ck_assert_int_gt(k->object, PS__CFG_ROOT);
+                ck_assert_int_lt(k->object, PS__CFG_OBJECT_COUNT);
+                reached[k->object] = true;
+                break;
+            case PS__CFG_OBJECT:
+                ck_assert_int_gt(k->object, PS__CFG_ROOT);
+                ck_assert_int_lt(k->object, PS__CFG_OBJECT_COUNT);
+                reached[k->object] = true;
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    for (int id = 0; id < PS__CFG_OBJECT_COUNT; id++) {
+        ck_assert_msg(reached[id], "%s is no key's value", ps__cfg_objects[id].path);
+        ck_assert_msg(documented[id], "%s has no table", ps__cfg_objects[id].path);
+    }
+    /* The keys of a layer are the operation names, written out here (ps_op order). */
+    int layer = PS__CFG_LAYER, dense = PS__CFG_DENSE_LAYER;
+    for (size_t k = 0; k < PS_OP_LAYER_COUNT; k++) {
+        ck_assert_str_eq(ps__cfg_key_name(&layer, k), op_keys[k]);
+        ck_assert_str_eq(ps__cfg_key_name(&dense, k), op_keys[k]);
+    }
+    /* The tables exist, and only they. */
+    ck_assert_int_eq(ps__config_doc_markdown("no-such-table", text_add, NULL), PS_ENOTFOUND);
+}
+END_TEST
+
 /* ---- suite ---------------------------------------------------------------------------------- */
 
 static Suite *config_suite(void)
@@ -2562,6 +2756,11 @@ static Suite *config_suite(void)
     tcase_add_test(tc, config_null_arguments);
     tcase_add_test(tc, config_allocation_failure);
     tcase_add_test(tc, config_allocation_failure_both_arrays);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("docs");
+    tcase_add_test(tc, config_keys_declared);
+    tcase_add_test(tc, config_doc_tables);
     suite_add_tcase(s, tc);
 
     return s;

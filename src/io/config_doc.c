@@ -160,7 +160,7 @@ static void range(char *cell, const ps__cfg_key *k, const ps__cfg_key *also, con
     if (k->zero_reason)
         cat(cell, "; only 0 (%s)", k->zero_reason);
     if (also && also->zero_reason)
-        cat(cell, "; only 0 in `%s` (%s)", also_path + 2, also->zero_reason);
+        cat(cell, "; only 0 in `%s`", also_path + 2);
 }
 
 static void table(const doc_out *o, int id)
