@@ -101,7 +101,8 @@ struct ps__cfg_key {
     size_t state; /* 1 + offset of the key's ps__cfg_state in the target; 0 = not kept */
 
     /* Rules that relate the key to another key of its object, checked after all of them were
-     * read and only when both values are valid. */
+     * read and only when the other key's value is valid. A broken rule is reported and changes
+     * no state. zero_reason is checked with the value itself. */
     const char *at_most;     /* the value is at most the value of that key */
     const char *positive_if; /* the value must be > 0 when that key's is > above, and the key
                                 is then required */
@@ -139,7 +140,8 @@ extern const ps__cfg_object ps__cfg_objects[PS__CFG_OBJECT_COUNT];
 
 /* The keys of object id: the static table, or buf (PS__CFG_MAX_KEYS entries) filled. */
 const ps__cfg_key *ps__cfg_keys(int id, ps__cfg_key *buf, size_t *n);
-/* Name i of object id's keys (NULL past the last); the ud of ps__json_suggest(). */
+/* Name i of the keys of the object whose id *id (an int) is, NULL past the last: the name
+ * function of ps__json_suggest(). */
 const char *ps__cfg_key_name(const void *id, size_t i);
 
 /* ---- staging ------------------------------------------------------------------------------- */
@@ -151,9 +153,10 @@ typedef struct ps__cfg_array {
     long long sum; /* INTS: the sum of the entries */
 } ps__cfg_array;
 
-/* The f, b and w of an entry or of "memory", and what their checks found. */
+/* The f, b and w of an entry or of "memory", and what their checks found: st[i] is the state
+ * of the i-th member of v (f, b, w), as their declarations say (config_keys.c). */
 typedef struct ps__cfg_fbw {
-    ps_fbw v; /* first: an entry's values are copied from here into its array */
+    ps_fbw v;
     ps__cfg_state st[3];
 } ps__cfg_fbw;
 
