@@ -10,55 +10,69 @@
 
 #include <string.h>
 
-#define PER_RANK 7      /* 8-byte per-rank values: rfree, busy, mem, mpeak, act, peak, cur */
+#define PER_RANK 7      /* 8-byte per-rank arrays: the rank_* members of ps_sim */
 #define MAX_CLASSES 256 /* distinct layer compositions of the stages of a MoE model */
 
 /* A planned action: its duration and its all-to-all time, total and exposed. */
 typedef struct moe_cost {
-    double dur, total, exposed;
-    size_t op0, nop; /* its planned operations: opool[op0 .. op0 + nop) */
+    double dur, comm_total, comm_exposed;
+    size_t first_op, nops; /* its planned operations: plan_ops[first_op .. first_op + nops) */
 } moe_cost;
 
 struct ps_sim {
     ps_allocator al;
     const ps_schedule *s;
-    /* Cost model copied from the problem so that durations stay available after the run. */
+
+    /* Cost model, copied from the problem so that durations stay available after the run:
+     * the problem's costs, the per-stage costs (stage_cost, NULL when uniform) and the uniform
+     * duration of each action kind. */
     double cost[5];
-    ps_stage_cost *sc;
-    size_t nsc;
-    /* Memory model copied likewise: per-stage (smem) or uniform (mdelta by kind). */
-    ps_stage_mem *smem;
-    size_t nsmem;
-    double mdelta[PS_KIND_COUNT], mem_f, mem_limit;
+    ps_stage_cost *stage_cost;
+    size_t nstage_cost;
+    double dur_by_kind[PS_KIND_COUNT];
+
+    /* Memory model, copied likewise: per stage (stage_mem, NULL when uniform) or the memory
+     * each kind adds (mem_by_kind; a fused pair's forward part adds mem_fwd first). */
+    ps_stage_mem *stage_mem;
+    size_t nstage_mem;
+    double mem_by_kind[PS_KIND_COUNT], mem_fwd, mem_limit;
     /* The first action that took its rank above the limit (over_rank < 0: none). */
     int32_t over_rank;
     int64_t over_idx;
     double over_value;
-    double dur[PS_KIND_COUNT]; /* uniform durations by kind (when sc == NULL) */
+
     /* Timeline, indexed like the schedule's action array. */
     double *start, *end;
     size_t cap_acts;
-    double *tf, *tg; /* end of F(s, j) / of its backward, index ps__sm(s, j) */
-    size_t cap_sm;
-    /* Per rank. */
-    double *rfree, *busy, *mem, *mpeak;
-    int64_t *act, *peak, *cur;
+    /* End of F(s, j) and of its backward (I or B, or the parts of a fused pair), index
+     * ps__sm(s, j): the times its consumers wait for. */
+    double *fwd_end, *bwd_end;
+    size_t cap_stage_mb;
+
+    /* Per rank, one block of PER_RANK arrays (see reserve()): when the rank is free, its busy
+     * time, its memory and peak memory, its live activations and their peak, and the replay's
+     * cursor into its list. */
+    double *rank_free, *rank_busy, *rank_mem, *rank_mem_peak;
+    int64_t *rank_live, *rank_live_peak, *rank_cur;
     int32_t cap_pp;
-    ps_metrics met;
+    ps_metrics metrics;
+
     /* MoE mode (moe set): durations from the overlap planner. Stages with the same layer
-     * composition share a class; cls holds per class the plans of F, I, W and B, fb per
-     * (forward class, backward class, backward kind B/I) the fused pairs that occur. */
+     * composition share a class; class_plans holds per class the plans of F, I, W and B,
+     * pair_plans per (forward class, backward class, backward kind B/I) the fused pairs that
+     * occur; the cap_ fields are their capacities. */
     int moe;
     int32_t nclass;
     int32_t *stage_class; /* nstages entries, then the first layer of each stage */
-    int32_t *stage_l0;
+    int32_t *stage_first_layer;
     size_t cap_class_stages; /* stages the block has room for (2 int32 each) */
-    struct moe_cost *cls, *fb;
-    size_t ncls, nfb; /* their capacities */
-    ps_plan *plan;
-    ps_plan_op *opool; /* the operations of every plan above (for the trace) */
-    size_t nopool, capopool;
+    struct moe_cost *class_plans, *pair_plans;
+    size_t cap_class_plans, cap_pair_plans;
+    ps_plan *planner;
+    ps_plan_op *plan_ops; /* the operations of every plan above (for the trace) */
+    size_t nplan_ops, cap_plan_ops;
     ps_comm_metrics comm;
+
     uint64_t version; /* of the schedule when it was simulated */
     int have;
     char err[PS__ERRLEN];
@@ -84,29 +98,29 @@ static void free_buffers(ps_sim *sim)
     const ps_allocator *a = &sim->al;
     ps__free(a, sim->start, sim->cap_acts, sizeof(double));
     ps__free(a, sim->end, sim->cap_acts, sizeof(double));
-    ps__free(a, sim->tf, sim->cap_sm, sizeof(double));
-    ps__free(a, sim->tg, sim->cap_sm, sizeof(double));
-    ps__free(a, sim->rfree, (size_t)sim->cap_pp * PER_RANK, 8);
-    ps__free(a, sim->sc, sim->nsc, sizeof *sim->sc);
-    ps__free(a, sim->smem, sim->nsmem, sizeof *sim->smem);
+    ps__free(a, sim->fwd_end, sim->cap_stage_mb, sizeof(double));
+    ps__free(a, sim->bwd_end, sim->cap_stage_mb, sizeof(double));
+    ps__free(a, sim->rank_free, (size_t)sim->cap_pp * PER_RANK, 8);
+    ps__free(a, sim->stage_cost, sim->nstage_cost, sizeof *sim->stage_cost);
+    ps__free(a, sim->stage_mem, sim->nstage_mem, sizeof *sim->stage_mem);
     ps__free(a, sim->stage_class, 2 * sim->cap_class_stages, sizeof *sim->stage_class);
-    ps__free(a, sim->cls, sim->ncls, sizeof *sim->cls);
-    ps__free(a, sim->fb, sim->nfb, sizeof *sim->fb);
-    ps_plan_free(sim->plan);
-    ps__free(a, sim->opool, sim->capopool, sizeof *sim->opool);
-    sim->opool = NULL;
-    sim->nopool = sim->capopool = 0;
-    sim->plan = NULL;
-    sim->stage_class = sim->stage_l0 = NULL;
-    sim->cls = sim->fb = NULL;
-    sim->ncls = sim->nfb = sim->cap_class_stages = 0;
+    ps__free(a, sim->class_plans, sim->cap_class_plans, sizeof *sim->class_plans);
+    ps__free(a, sim->pair_plans, sim->cap_pair_plans, sizeof *sim->pair_plans);
+    ps_plan_free(sim->planner);
+    ps__free(a, sim->plan_ops, sim->cap_plan_ops, sizeof *sim->plan_ops);
+    sim->plan_ops = NULL;
+    sim->nplan_ops = sim->cap_plan_ops = 0;
+    sim->planner = NULL;
+    sim->stage_class = sim->stage_first_layer = NULL;
+    sim->class_plans = sim->pair_plans = NULL;
+    sim->cap_class_plans = sim->cap_pair_plans = sim->cap_class_stages = 0;
     sim->moe = 0;
-    sim->smem = NULL;
-    sim->nsmem = 0;
-    sim->start = sim->end = sim->tf = sim->tg = sim->rfree = sim->busy = NULL;
-    sim->act = sim->peak = sim->cur = NULL;
-    sim->sc = NULL;
-    sim->nsc = sim->cap_acts = sim->cap_sm = 0;
+    sim->stage_mem = NULL;
+    sim->nstage_mem = 0;
+    sim->start = sim->end = sim->fwd_end = sim->bwd_end = sim->rank_free = sim->rank_busy = NULL;
+    sim->rank_live = sim->rank_live_peak = sim->rank_cur = NULL;
+    sim->stage_cost = NULL;
+    sim->nstage_cost = sim->cap_acts = sim->cap_stage_mb = 0;
     sim->cap_pp = 0;
 }
 
@@ -144,34 +158,34 @@ static int reserve(ps_sim *sim, const ps_schedule *s)
         sim->end = en;
         sim->cap_acts = s->acts_cap;
     }
-    if (sm > sim->cap_sm) {
-        double *tf = ps__alloc(a, sm, sizeof(double));
-        double *tg = ps__alloc(a, sm, sizeof(double));
-        if (!tf || !tg) {
-            ps__free(a, tf, sm, sizeof(double));
-            ps__free(a, tg, sm, sizeof(double));
+    if (sm > sim->cap_stage_mb) {
+        double *fwd = ps__alloc(a, sm, sizeof(double));
+        double *bwd = ps__alloc(a, sm, sizeof(double));
+        if (!fwd || !bwd) {
+            ps__free(a, fwd, sm, sizeof(double));
+            ps__free(a, bwd, sm, sizeof(double));
             return PS_ENOMEM;
         }
-        ps__free(a, sim->tf, sim->cap_sm, sizeof(double));
-        ps__free(a, sim->tg, sim->cap_sm, sizeof(double));
-        sim->tf = tf;
-        sim->tg = tg;
-        sim->cap_sm = sm;
+        ps__free(a, sim->fwd_end, sim->cap_stage_mb, sizeof(double));
+        ps__free(a, sim->bwd_end, sim->cap_stage_mb, sizeof(double));
+        sim->fwd_end = fwd;
+        sim->bwd_end = bwd;
+        sim->cap_stage_mb = sm;
     }
     if (s->pp > sim->cap_pp) {
-        /* One block for the per-rank arrays: rfree, busy (double), act, peak, cur (int64). */
+        /* One block for the per-rank arrays: four of double, then three of int64. */
         size_t p = (size_t)s->pp;
         double *blk = ps__alloc(a, p * PER_RANK, 8);
         if (!blk)
             return PS_ENOMEM;
-        ps__free(a, sim->rfree, (size_t)sim->cap_pp * PER_RANK, 8);
-        sim->rfree = blk;
-        sim->busy = blk + p;
-        sim->mem = blk + 2 * p;
-        sim->mpeak = blk + 3 * p;
-        sim->act = (int64_t *)(void *)(blk + 4 * p);
-        sim->peak = sim->act + p;
-        sim->cur = sim->peak + p;
+        ps__free(a, sim->rank_free, (size_t)sim->cap_pp * PER_RANK, 8);
+        sim->rank_free = blk;
+        sim->rank_busy = blk + p;
+        sim->rank_mem = blk + 2 * p;
+        sim->rank_mem_peak = blk + 3 * p;
+        sim->rank_live = (int64_t *)(void *)(blk + 4 * p);
+        sim->rank_live_peak = sim->rank_live + p;
+        sim->rank_cur = sim->rank_live_peak + p;
         sim->cap_pp = s->pp;
     }
     return 0;
@@ -186,16 +200,17 @@ static const moe_cost *moe_of(const ps_sim *sim, const ps_action *a)
     const int32_t *c = sim->stage_class;
     switch (a->kind) {
     case PS_F:
-        return &sim->cls[(size_t)c[a->stage] * 4 + 0];
+        return &sim->class_plans[(size_t)c[a->stage] * 4 + 0];
     case PS_I:
-        return &sim->cls[(size_t)c[a->stage] * 4 + 1];
+        return &sim->class_plans[(size_t)c[a->stage] * 4 + 1];
     case PS_W:
-        return &sim->cls[(size_t)c[a->stage] * 4 + 2];
+        return &sim->class_plans[(size_t)c[a->stage] * 4 + 2];
     case PS_B:
-        return &sim->cls[(size_t)c[a->stage] * 4 + 3];
+        return &sim->class_plans[(size_t)c[a->stage] * 4 + 3];
     case PS_FB:
-        return &sim->fb[((size_t)c[a->stage] * (size_t)sim->nclass + (size_t)c[a->bstage]) * 2 +
-                        (a->bkind == PS_B ? 0 : 1)];
+        return &sim->pair_plans[((size_t)c[a->stage] * (size_t)sim->nclass + (size_t)c[a->bstage]) *
+                                    2 +
+                                (a->bkind == PS_B ? 0 : 1)];
     default:
         return &none;
     }
@@ -205,13 +220,13 @@ static double duration(const ps_sim *sim, const ps_action *a)
 {
     if (sim->moe)
         return moe_of(sim, a)->dur;
-    if (!sim->sc) {
+    if (!sim->stage_cost) {
         /* A fused pair whose backward part is an I leaves its W for later. */
         if (a->kind == PS_FB && a->bkind == PS_I && sim->cost[PS_COST_FB] < 0)
-            return sim->dur[PS_F] + sim->dur[PS_I];
-        return sim->dur[a->kind];
+            return sim->dur_by_kind[PS_F] + sim->dur_by_kind[PS_I];
+        return sim->dur_by_kind[a->kind];
     }
-    const ps_stage_cost *c = &sim->sc[a->stage];
+    const ps_stage_cost *c = &sim->stage_cost[a->stage];
     switch (a->kind) {
     case PS_F:
         return c->f;
@@ -224,7 +239,7 @@ static double duration(const ps_sim *sim, const ps_action *a)
     case PS_FB: {
         if (sim->cost[PS_COST_FB] >= 0)
             return sim->cost[PS_COST_FB];
-        const ps_stage_cost *d = &sim->sc[a->bstage];
+        const ps_stage_cost *d = &sim->stage_cost[a->bstage];
         return c->f + d->b + (a->bkind == PS_B ? d->w : 0.0);
     }
     default:
@@ -236,7 +251,7 @@ double ps_sim_duration(const ps_sim *sim, const ps_action *a)
 {
     if (!sim || !a || a->kind >= PS_KIND_COUNT)
         return 0.0;
-    if ((sim->sc || sim->moe) &&
+    if ((sim->stage_cost || sim->moe) &&
         (!sim->s || a->stage < 0 || a->stage >= sim->s->nstages ||
          (a->kind == PS_FB && (a->bstage < 0 || a->bstage >= sim->s->nstages))))
         return 0.0;
@@ -254,32 +269,32 @@ static inline double arrival(const ps_sim *sim, const double *t, int32_t r, int3
 
 static inline double fast_duration(const ps_sim *sim, const ps_action *a)
 {
-    if (sim->sc || sim->moe || (a->kind == PS_FB && a->bkind == PS_I))
+    if (sim->stage_cost || sim->moe || (a->kind == PS_FB && a->bkind == PS_I))
         return duration(sim, a);
-    return sim->dur[a->kind];
+    return sim->dur_by_kind[a->kind];
 }
 
 /* A rank's running state: when it is free, its busy time, its live activations and peak. */
 typedef struct rank_state {
-    double free, busy, mem, mpeak;
-    int64_t act, peak;
+    double free, busy, mem, mem_peak;
+    int64_t live, live_peak;
 } rank_state;
 
 /* Memory added by an action: the forward part (*fwd, counted first for the peak) and the
  * rest. */
 PS__HOT void mem_delta(const ps_sim *sim, const ps_action *a, double *fwd, double *rest)
 {
-    if (!sim->smem) {
+    if (!sim->stage_mem) {
         if (a->kind == PS_FB) {
-            *fwd = sim->mem_f;
-            *rest = a->bkind == PS_B ? sim->mdelta[PS_B] : sim->mdelta[PS_I];
+            *fwd = sim->mem_fwd;
+            *rest = a->bkind == PS_B ? sim->mem_by_kind[PS_B] : sim->mem_by_kind[PS_I];
         } else {
             *fwd = 0;
-            *rest = sim->mdelta[a->kind];
+            *rest = sim->mem_by_kind[a->kind];
         }
         return;
     }
-    const ps_stage_mem *m = &sim->smem[a->stage];
+    const ps_stage_mem *m = &sim->stage_mem[a->stage];
     *fwd = 0;
     switch (a->kind) {
     case PS_F:
@@ -295,7 +310,7 @@ PS__HOT void mem_delta(const ps_sim *sim, const ps_action *a, double *fwd, doubl
         *rest = m->b + m->w;
         break;
     case PS_FB: {
-        const ps_stage_mem *n = &sim->smem[a->bstage];
+        const ps_stage_mem *n = &sim->stage_mem[a->bstage];
         *fwd = m->f;
         *rest = n->b + (a->bkind == PS_B ? n->w : 0.0);
         break;
@@ -317,44 +332,44 @@ PS__HOT void sim_step(ps_sim *sim, rank_state *rs, int32_t r, int64_t i, const p
     const ps_schedule *s = sim->s;
     double t = rs->free, d = fast_duration(sim, a);
     size_t m = (size_t)s->m;
-    int64_t act = rs->act;
+    int64_t live = rs->live;
     if (dep[0] >= 0) {
-        double at = arrival(sim, sim->tf, r, dep[0], a->mb);
+        double at = arrival(sim, sim->fwd_end, r, dep[0], a->mb);
         t = at > t ? at : t;
     }
     if (dep[1] >= 0) {
         int32_t bmb = a->kind == PS_FB ? a->bmb : a->mb;
-        double at = arrival(sim, sim->tg, r, dep[1], bmb);
+        double at = arrival(sim, sim->bwd_end, r, dep[1], bmb);
         t = at > t ? at : t;
     }
     double e = t + d;
     int kind = a->kind;
     if (kind == PS_F) {
-        sim->tf[ps__sm(m, a->stage, a->mb)] = e;
-        act++;
+        sim->fwd_end[ps__sm(m, a->stage, a->mb)] = e;
+        live++;
     } else if (kind == PS_B || kind == PS_I) {
-        sim->tg[ps__sm(m, a->stage, a->mb)] = e;
-        act -= kind == PS_B;
+        sim->bwd_end[ps__sm(m, a->stage, a->mb)] = e;
+        live -= kind == PS_B;
     } else if (kind == PS_W) {
-        act--;
+        live--;
     } else if (kind == PS_FB) {
-        sim->tf[ps__sm(m, a->stage, a->mb)] = e;
-        sim->tg[ps__sm(m, a->bstage, a->bmb)] = e;
-        act++; /* the forward counts before the backward releases */
-        if (act > rs->peak)
-            rs->peak = act;
-        act -= a->bkind == PS_B;
+        sim->fwd_end[ps__sm(m, a->stage, a->mb)] = e;
+        sim->bwd_end[ps__sm(m, a->bstage, a->bmb)] = e;
+        live++; /* the forward counts before the backward releases */
+        if (live > rs->live_peak)
+            rs->live_peak = live;
+        live -= a->bkind == PS_B;
     }
-    if (act > rs->peak)
-        rs->peak = act;
-    rs->act = act;
+    if (live > rs->live_peak)
+        rs->live_peak = live;
+    rs->live = live;
     double fwd, rest;
     mem_delta(sim, a, &fwd, &rest);
     double mem = rs->mem + fwd;
     double top = mem > mem + rest ? mem : mem + rest;
     rs->mem = mem + rest;
-    if (top > rs->mpeak) {
-        rs->mpeak = top;
+    if (top > rs->mem_peak) {
+        rs->mem_peak = top;
         if (sim->mem_limit > 0 && top > sim->mem_limit * (1 + 1e-12) && sim->over_rank < 0) {
             sim->over_rank = r;
             sim->over_idx = i;
@@ -370,19 +385,19 @@ PS__HOT void sim_step(ps_sim *sim, rank_state *rs, int32_t r, int64_t i, const p
 
 static inline rank_state load_rank(const ps_sim *sim, int32_t r)
 {
-    rank_state rs = {sim->rfree[r], sim->busy[r], sim->mem[r],
-                     sim->mpeak[r], sim->act[r],  sim->peak[r]};
+    rank_state rs = {sim->rank_free[r],     sim->rank_busy[r], sim->rank_mem[r],
+                     sim->rank_mem_peak[r], sim->rank_live[r], sim->rank_live_peak[r]};
     return rs;
 }
 
 static inline void store_rank(ps_sim *sim, int32_t r, const rank_state *rs)
 {
-    sim->rfree[r] = rs->free;
-    sim->busy[r] = rs->busy;
-    sim->mem[r] = rs->mem;
-    sim->mpeak[r] = rs->mpeak;
-    sim->act[r] = rs->act;
-    sim->peak[r] = rs->peak;
+    sim->rank_free[r] = rs->free;
+    sim->rank_busy[r] = rs->busy;
+    sim->rank_mem[r] = rs->mem;
+    sim->rank_mem_peak[r] = rs->mem_peak;
+    sim->rank_live[r] = rs->live;
+    sim->rank_live_peak[r] = rs->live_peak;
 }
 
 /* The engine's issue callback: one action, state through memory. */
@@ -419,7 +434,7 @@ static void replay(ps_sim *sim, const ps_schedule *s)
     view_src.nstages = (size_t)s->nstages;
     view_src.m = (size_t)s->m;
     const ps__eng_view v = ps__eng_view_of(&view_src);
-    int64_t *cur = sim->cur;
+    int64_t *cur = sim->rank_cur;
     for (int32_t r = 0; r < s->pp; r++)
         cur[r] = 0;
     for (size_t k = 0; k + 1 < s->order_len; k += 2) {
@@ -442,51 +457,52 @@ static void compute_metrics(ps_sim *sim, const ps_schedule *s)
 {
     double makespan = 0.0, bubble = 0.0, busy = 0.0;
     for (int32_t r = 0; r < s->pp; r++) {
-        busy += sim->busy[r];
+        busy += sim->rank_busy[r];
         if (s->len[r] == 0)
             continue;
         double last = sim->end[s->off[r] + s->len[r] - 1];
         double span = last - sim->start[s->off[r]];
         if (last > makespan)
             makespan = last;
-        if (span - sim->busy[r] > bubble)
-            bubble = span - sim->busy[r];
+        if (span - sim->rank_busy[r] > bubble)
+            bubble = span - sim->rank_busy[r];
     }
-    sim->met.makespan = makespan;
-    sim->met.bubble = bubble;
-    sim->met.bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)s->pp * makespan) : 0.0;
-    sim->met.pp = s->pp;
+    sim->metrics.makespan = makespan;
+    sim->metrics.bubble = bubble;
+    sim->metrics.bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)s->pp * makespan) : 0.0;
+    sim->metrics.pp = s->pp;
 }
 
 /* Plans method's action (forward layers fl0/fn, backward bl0/bn of kind bkind) into *out. */
 static int plan_into(ps_sim *sim, const ps_moe_model *m, int32_t fl0, int32_t fn, int bkind,
                      int32_t bl0, int32_t bn, moe_cost *out)
 {
-    int rc = ps__plan_layers(sim->plan, m, m->planner, fl0, fn, bkind, bl0, bn);
+    int rc = ps__plan_layers(sim->planner, m, m->planner, fl0, fn, bkind, bl0, bn);
     if (rc)
-        return ps__seterr(sim->err, rc, "overlap planner: %s", ps_plan_last_error(sim->plan));
-    const ps_plan_stats *st = ps__plan_stats(sim->plan);
+        return ps__seterr(sim->err, rc, "overlap planner: %s", ps_plan_last_error(sim->planner));
+    const ps_plan_stats *st = ps__plan_stats(sim->planner);
     out->dur = st->duration;
-    out->total = st->comm;
-    out->exposed = st->exposed;
+    out->comm_total = st->comm;
+    out->comm_exposed = st->exposed;
     const ps_plan_op *ops;
-    size_t n = ps_plan_ops(sim->plan, &ops);
-    if (sim->nopool + n > sim->capopool) {
-        size_t cap = sim->capopool ? sim->capopool : 256;
-        while (cap < sim->nopool + n)
+    size_t n = ps_plan_ops(sim->planner, &ops);
+    if (sim->nplan_ops + n > sim->cap_plan_ops) {
+        size_t cap = sim->cap_plan_ops ? sim->cap_plan_ops : 256;
+        while (cap < sim->nplan_ops + n)
             cap *= 2;
-        ps_plan_op *p = ps__realloc(&sim->al, sim->opool, sim->capopool, cap, sizeof *p);
+        ps_plan_op *p = ps__realloc(&sim->al, sim->plan_ops, sim->cap_plan_ops, cap, sizeof *p);
         if (!p)
             return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        sim->opool = p;
-        sim->capopool = cap;
+        sim->plan_ops = p;
+        sim->cap_plan_ops = cap;
     }
-    memcpy(sim->opool + sim->nopool, ops, n * sizeof *ops);
+    memcpy(sim->plan_ops + sim->nplan_ops, ops, n * sizeof *ops);
     for (size_t k = 0; k < n; k++) /* layers relative to the chunk's first layer */
-        sim->opool[sim->nopool + k].layer -= sim->opool[sim->nopool + k].part ? bl0 : fl0;
-    out->op0 = sim->nopool;
-    out->nop = n;
-    sim->nopool += n;
+        sim->plan_ops[sim->nplan_ops + k].layer -=
+            sim->plan_ops[sim->nplan_ops + k].part ? bl0 : fl0;
+    out->first_op = sim->nplan_ops;
+    out->nops = n;
+    sim->nplan_ops += n;
     return 0;
 }
 
@@ -503,7 +519,7 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     int rc = ps__check_stage_layers(pb, ms, sim->err);
     if (rc)
         return rc;
-    if (!sim->plan && ps_plan_new(&sim->plan, &sim->al))
+    if (!sim->planner && ps_plan_new(&sim->planner, &sim->al))
         return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
     if ((size_t)s->nstages > sim->cap_class_stages) {
         int32_t *sc = ps__alloc(a, 2 * (size_t)s->nstages, sizeof *sc);
@@ -513,12 +529,12 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         sim->stage_class = sc;
         sim->cap_class_stages = (size_t)s->nstages;
     }
-    sim->stage_l0 = sim->stage_class + sim->cap_class_stages;
+    sim->stage_first_layer = sim->stage_class + sim->cap_class_stages;
     int32_t key[MAX_CLASSES][3]; /* dense count, MoE count, first layer */
     int32_t nc = 0, l0 = 0, n = 0, nd;
     for (int32_t st = 0; st < ms; st++) {
         ps__stage_next(pb, ms, st, &l0, &n, &nd);
-        sim->stage_l0[st] = l0;
+        sim->stage_first_layer[st] = l0;
         int32_t c = 0;
         while (c < nc && !(key[c][0] == nd && key[c][1] == n - nd))
             c++;
@@ -535,38 +551,39 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     }
     for (int32_t st = ms; st < s->nstages; st++) {
         sim->stage_class[st] = sim->stage_class[st % ms];
-        sim->stage_l0[st] = sim->stage_l0[st % ms];
+        sim->stage_first_layer[st] = sim->stage_first_layer[st % ms];
     }
     /* The tables only grow, so that simulating again does not allocate. */
     size_t ncls = (size_t)nc * 4, nfb = (size_t)nc * (size_t)nc * 2;
-    if (ncls > sim->ncls) {
-        moe_cost *x = ps__realloc(a, sim->cls, sim->ncls, ncls, sizeof *x);
+    if (ncls > sim->cap_class_plans) {
+        moe_cost *x = ps__realloc(a, sim->class_plans, sim->cap_class_plans, ncls, sizeof *x);
         if (!x)
             return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        sim->cls = x;
-        sim->ncls = ncls;
+        sim->class_plans = x;
+        sim->cap_class_plans = ncls;
     }
-    if (nfb > sim->nfb) {
-        moe_cost *x = ps__realloc(a, sim->fb, sim->nfb, nfb, sizeof *x);
+    if (nfb > sim->cap_pair_plans) {
+        moe_cost *x = ps__realloc(a, sim->pair_plans, sim->cap_pair_plans, nfb, sizeof *x);
         if (!x)
             return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        sim->fb = x;
-        sim->nfb = nfb;
+        sim->pair_plans = x;
+        sim->cap_pair_plans = nfb;
     }
     sim->nclass = nc;
-    sim->nopool = 0;
+    sim->nplan_ops = 0;
     static const int bkinds[4] = {0, PS_I, PS_W, PS_B};
     for (int32_t c = 0; c < nc; c++) {
         int32_t c0 = key[c][2], cn = key[c][0] + key[c][1];
         for (int k = 0; k < 4; k++) {
-            rc = k == 0 ? plan_into(sim, m, c0, cn, PS_B, 0, 0, &sim->cls[(size_t)c * 4])
-                        : plan_into(sim, m, 0, 0, bkinds[k], c0, cn, &sim->cls[(size_t)c * 4 + k]);
+            rc = k == 0 ? plan_into(sim, m, c0, cn, PS_B, 0, 0, &sim->class_plans[(size_t)c * 4])
+                        : plan_into(sim, m, 0, 0, bkinds[k], c0, cn,
+                                    &sim->class_plans[(size_t)c * 4 + k]);
             if (rc)
                 return rc;
         }
     }
     for (size_t i = 0; i < nfb; i++)
-        sim->fb[i].dur = -1;
+        sim->pair_plans[i].dur = -1;
     for (int32_t r = 0; r < s->pp; r++) {
         const ps_action *acts = s->acts + s->off[r];
         for (int64_t i = 0; i < s->len[r]; i++) {
@@ -574,8 +591,8 @@ static int moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
             if (x->kind != PS_FB)
                 continue;
             int32_t cf = sim->stage_class[x->stage], cb = sim->stage_class[x->bstage];
-            moe_cost *e =
-                &sim->fb[((size_t)cf * (size_t)nc + (size_t)cb) * 2 + (x->bkind == PS_B ? 0 : 1)];
+            moe_cost *e = &sim->pair_plans[((size_t)cf * (size_t)nc + (size_t)cb) * 2 +
+                                           (x->bkind == PS_B ? 0 : 1)];
             if (e->dur >= 0)
                 continue;
             rc = plan_into(sim, m, key[cf][2], key[cf][0] + key[cf][1], x->bkind, key[cb][2],
@@ -608,10 +625,10 @@ static void comm_metrics(ps_sim *sim, const ps_schedule *s)
             const moe_cost *e = moe_of(sim, &acts[i]);
             int ph =
                 i < first_b ? PS_PHASE_WARMUP : (i > last_f ? PS_PHASE_COOLDOWN : PS_PHASE_STEADY);
-            c->total[ph] += e->total;
-            c->exposed[ph] += e->exposed;
-            c->total[PS_PHASE_ALL] += e->total;
-            c->exposed[PS_PHASE_ALL] += e->exposed;
+            c->total[ph] += e->comm_total;
+            c->exposed[ph] += e->comm_exposed;
+            c->total[PS_PHASE_ALL] += e->comm_total;
+            c->exposed[PS_PHASE_ALL] += e->comm_exposed;
         }
     }
     for (int ph = 0; ph < PS_PHASE_COUNT; ph++)
@@ -625,10 +642,10 @@ const ps_plan_op *ps__sim_moe_ops(const ps_sim *sim, const ps_action *a, size_t 
     if (!current(sim) || !sim->moe)
         return NULL;
     const moe_cost *e = moe_of(sim, a);
-    first_layer[0] = sim->stage_l0[a->stage];
-    first_layer[1] = sim->stage_l0[a->kind == PS_FB ? a->bstage : a->stage];
-    *n = e->nop;
-    return e->nop ? sim->opool + e->op0 : NULL;
+    first_layer[0] = sim->stage_first_layer[a->stage];
+    first_layer[1] = sim->stage_first_layer[a->kind == PS_FB ? a->bstage : a->stage];
+    *n = e->nops;
+    return e->nops ? sim->plan_ops + e->first_op : NULL;
 }
 
 int ps_sim_comm(const ps_sim *sim, ps_comm_metrics *out)
@@ -672,49 +689,49 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     if (pb->has_moe && (rc = moe_setup(sim, s, pb)))
         return rc;
     /* Copy the cost model. */
-    ps__free(&sim->al, sim->sc, sim->nsc, sizeof *sim->sc);
-    sim->sc = NULL;
-    sim->nsc = 0;
+    ps__free(&sim->al, sim->stage_cost, sim->nstage_cost, sizeof *sim->stage_cost);
+    sim->stage_cost = NULL;
+    sim->nstage_cost = 0;
     if (pb->n_stage_costs) {
-        sim->sc = ps__alloc(&sim->al, pb->n_stage_costs, sizeof *sim->sc);
-        if (!sim->sc)
+        sim->stage_cost = ps__alloc(&sim->al, pb->n_stage_costs, sizeof *sim->stage_cost);
+        if (!sim->stage_cost)
             return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        memcpy(sim->sc, pb->stage_costs, pb->n_stage_costs * sizeof *sim->sc);
-        sim->nsc = pb->n_stage_costs;
+        memcpy(sim->stage_cost, pb->stage_costs, pb->n_stage_costs * sizeof *sim->stage_cost);
+        sim->nstage_cost = pb->n_stage_costs;
     }
-    ps__free(&sim->al, sim->smem, sim->nsmem, sizeof *sim->smem);
-    sim->smem = NULL;
-    sim->nsmem = 0;
+    ps__free(&sim->al, sim->stage_mem, sim->nstage_mem, sizeof *sim->stage_mem);
+    sim->stage_mem = NULL;
+    sim->nstage_mem = 0;
     if (pb->n_stage_mem) {
-        sim->smem = ps__alloc(&sim->al, pb->n_stage_mem, sizeof *sim->smem);
-        if (!sim->smem)
+        sim->stage_mem = ps__alloc(&sim->al, pb->n_stage_mem, sizeof *sim->stage_mem);
+        if (!sim->stage_mem)
             return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        memcpy(sim->smem, pb->stage_mem, pb->n_stage_mem * sizeof *sim->smem);
-        sim->nsmem = pb->n_stage_mem;
+        memcpy(sim->stage_mem, pb->stage_mem, pb->n_stage_mem * sizeof *sim->stage_mem);
+        sim->nstage_mem = pb->n_stage_mem;
     }
     for (int k = 0; k < PS_KIND_COUNT; k++)
-        sim->mdelta[k] = 0.0;
-    sim->mdelta[PS_F] = pb->mem.f;
-    sim->mdelta[PS_I] = pb->mem.b;
-    sim->mdelta[PS_W] = pb->mem.w;
-    sim->mdelta[PS_B] = pb->mem.b + pb->mem.w;
-    sim->mdelta[PS_FB] = 0; /* split by mem_delta() */
-    sim->mem_f = pb->mem.f;
+        sim->mem_by_kind[k] = 0.0;
+    sim->mem_by_kind[PS_F] = pb->mem.f;
+    sim->mem_by_kind[PS_I] = pb->mem.b;
+    sim->mem_by_kind[PS_W] = pb->mem.w;
+    sim->mem_by_kind[PS_B] = pb->mem.b + pb->mem.w;
+    sim->mem_by_kind[PS_FB] = 0; /* split by mem_delta() */
+    sim->mem_fwd = pb->mem.f;
     sim->mem_limit = pb->mem_limit;
     sim->over_rank = -1;
     memcpy(sim->cost, pb->cost, sizeof sim->cost);
     double f = pb->cost[PS_COST_F], b = pb->cost[PS_COST_B], w = pb->cost[PS_COST_W];
     for (int k = 0; k < PS_KIND_COUNT; k++)
-        sim->dur[k] = 0.0;
-    sim->dur[PS_F] = f;
-    sim->dur[PS_I] = b;
-    sim->dur[PS_W] = w;
-    sim->dur[PS_B] = b + w;
-    sim->dur[PS_FB] = pb->cost[PS_COST_FB] >= 0 ? pb->cost[PS_COST_FB] : f + b + w;
+        sim->dur_by_kind[k] = 0.0;
+    sim->dur_by_kind[PS_F] = f;
+    sim->dur_by_kind[PS_I] = b;
+    sim->dur_by_kind[PS_W] = w;
+    sim->dur_by_kind[PS_B] = b + w;
+    sim->dur_by_kind[PS_FB] = pb->cost[PS_COST_FB] >= 0 ? pb->cost[PS_COST_FB] : f + b + w;
     sim->s = s;
     for (int32_t r = 0; r < s->pp; r++) {
-        sim->rfree[r] = sim->busy[r] = sim->mem[r] = sim->mpeak[r] = 0.0;
-        sim->act[r] = sim->peak[r] = 0;
+        sim->rank_free[r] = sim->rank_busy[r] = sim->rank_mem[r] = sim->rank_mem_peak[r] = 0.0;
+        sim->rank_live[r] = sim->rank_live_peak[r] = 0;
     }
     if (s->order_ok) {
         replay(sim, s);
@@ -767,7 +784,7 @@ int ps_sim_metrics(const ps_sim *sim, ps_metrics *out)
         return PS_EINVAL;
     if (!current(sim))
         return PS_ESTATE;
-    *out = sim->met;
+    *out = sim->metrics;
     return 0;
 }
 
@@ -780,15 +797,15 @@ int ps_sim_rank_metrics(const ps_sim *sim, int rank, ps_rank_metrics *out)
     const ps_schedule *s = sim->s;
     if (rank < 0 || rank >= s->pp)
         return PS_EINVAL;
-    out->busy = sim->busy[rank];
+    out->busy = sim->rank_busy[rank];
     if (s->len[rank]) {
         out->span = sim->end[s->off[rank] + s->len[rank] - 1] - sim->start[s->off[rank]];
     } else {
         out->span = 0.0;
     }
     out->idle = out->span - out->busy;
-    out->peak_activations = sim->peak[rank];
-    out->peak_memory = sim->mpeak[rank];
+    out->peak_activations = sim->rank_live_peak[rank];
+    out->peak_memory = sim->rank_mem_peak[rank];
     out->param_copies = s->param_copies;
     return 0;
 }
@@ -819,7 +836,7 @@ int ps__sim_set_timeline(ps_sim *sim, const double *start, const double *end, do
             sim->end[i] = end[i] / unit;
             busy += sim->end[i] - sim->start[i];
         }
-        sim->busy[r] = busy;
+        sim->rank_busy[r] = busy;
     }
     compute_metrics(sim, s);
     return 0;
