@@ -1,0 +1,134 @@
+/*
+ * The simulator's state, shared by its two files: sim.c (the virtual clock, the cost and
+ * memory models, the metrics) and sim_moe.c (MoE mode: the overlap planner's plans of every
+ * action, their communication metrics and operations). Not installed.
+ *
+ * What both files read in the clock's step (the plan of an action in MoE mode) is inline
+ * here, so that splitting the file costs the replay loop no call.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PS_SIM_H
+#define PS_SIM_H
+
+#include "engine.h"
+
+#define PS__SIM_PER_RANK 7 /* 8-byte per-rank arrays: the rank_* members of ps_sim */
+
+/* A planned action: its duration and its all-to-all time, total and exposed. */
+typedef struct ps__moe_cost {
+    double dur, comm_total, comm_exposed;
+    size_t first_op, nops; /* its planned operations: plan_ops[first_op .. first_op + nops) */
+} ps__moe_cost;
+
+struct ps_sim {
+    ps_allocator al;
+    const ps_schedule *s;
+
+    /* Cost model, copied from the problem so that durations stay available after the run:
+     * the problem's costs, the per-stage costs (stage_cost, NULL when uniform) and the uniform
+     * duration of each action kind. */
+    double cost[5];
+    ps_stage_cost *stage_cost;
+    size_t nstage_cost;
+    double dur_by_kind[PS_KIND_COUNT];
+
+    /* Memory model, copied likewise: per stage (stage_mem, NULL when uniform) or the memory
+     * each kind adds (mem_by_kind; a fused pair's forward part adds mem_fwd first). */
+    ps_stage_mem *stage_mem;
+    size_t nstage_mem;
+    double mem_by_kind[PS_KIND_COUNT], mem_fwd, mem_limit;
+    /* The first action that took its rank above the limit (over_rank < 0: none). */
+    int32_t over_rank;
+    int64_t over_idx;
+    double over_value;
+
+    /* Timeline, indexed like the schedule's action array. */
+    double *start, *end;
+    size_t cap_acts;
+    /* End of F(s, j) and of its backward (I or B, or the parts of a fused pair), index
+     * ps__sm(s, j): the times its consumers wait for. */
+    double *fwd_end, *bwd_end;
+    size_t cap_stage_mb;
+
+    /* Per rank, one block of PS__SIM_PER_RANK arrays (see reserve()): when the rank is free,
+     * its busy time, its memory and peak memory, its live activations and their peak, and the
+     * replay's cursor into its list. */
+    double *rank_free, *rank_busy, *rank_mem, *rank_mem_peak;
+    int64_t *rank_live, *rank_live_peak, *rank_cur;
+    int32_t cap_pp;
+    ps_metrics metrics;
+
+    /* MoE mode (moe set): durations from the overlap planner. Stages with the same layer
+     * composition share a class; class_plans holds per class the plans of F, I, W and B,
+     * pair_plans per (forward class, backward class, backward kind B/I) the fused pairs that
+     * occur (ps__sim_class_at, ps__sim_pair_at); the cap_ fields are their capacities. */
+    int moe;
+    int32_t nclass;
+    int32_t *stage_class; /* nstages entries, then the first layer of each stage */
+    int32_t *stage_first_layer;
+    size_t cap_class_stages; /* stages the block has room for (2 int32 each) */
+    ps__moe_cost *class_plans, *pair_plans;
+    size_t cap_class_plans, cap_pair_plans;
+    ps_plan *planner;
+    ps_plan_op *plan_ops; /* the operations of every plan above (for the trace) */
+    size_t nplan_ops, cap_plan_ops;
+    ps_comm_metrics comm;
+
+    uint64_t version; /* of the schedule when it was simulated */
+    int have;
+    char err[PS__ERRLEN];
+};
+
+/* 1 when sim holds a timeline of its schedule as it is now. */
+static inline int ps__sim_current(const ps_sim *sim)
+{
+    return sim->have && sim->s && sim->s->version == sim->version;
+}
+
+/* Each class has four plans, one per kind F, I, W, B: the kind is the slot. */
+_Static_assert(PS_F == 0 && PS_I == 1 && PS_W == 2 && PS_B == 3,
+               "class_plans holds the plans of F, I, W and B at slots 0 to 3");
+
+/* Index in class_plans of the plan of kind (PS_F, PS_I, PS_W or PS_B) for stage class cls. */
+static inline size_t ps__sim_class_at(int32_t cls, int kind)
+{
+    return (size_t)cls * 4 + (size_t)kind;
+}
+
+/* Index in pair_plans of the fused pair whose forward part runs a stage of class fcls and
+ * whose backward part, of kind bkind (B or I), a stage of class bcls. */
+static inline size_t ps__sim_pair_at(int32_t nclass, int32_t fcls, int32_t bcls, int bkind)
+{
+    return ((size_t)fcls * (size_t)nclass + (size_t)bcls) * 2 + (bkind == PS_B ? 0 : 1);
+}
+
+/* The planned costs of action a in MoE mode. */
+static inline const ps__moe_cost *ps__sim_moe_of(const ps_sim *sim, const ps_action *a)
+{
+    static const ps__moe_cost none = {0, 0, 0, 0, 0};
+    const int32_t *c = sim->stage_class;
+    switch (a->kind) {
+    case PS_F:
+    case PS_I:
+    case PS_W:
+    case PS_B:
+        return &sim->class_plans[ps__sim_class_at(c[a->stage], a->kind)];
+    case PS_FB:
+        return &sim->pair_plans[ps__sim_pair_at(sim->nclass, c[a->stage], c[a->bstage], a->bkind)];
+    default:
+        return &none;
+    }
+}
+
+/* ---- MoE mode (sim_moe.c) ---------------------------------------------------------------- */
+
+/* Classes the stages of s by layer composition and plans every action kind of every class and
+ * every fused pair s contains under pb's MoE model; sets sim->moe. The tables only grow, so
+ * simulating again does not allocate. Returns 0 or the error, with its message in sim->err. */
+int ps__sim_moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb);
+/* The per-phase all-to-all totals of the timeline (sim->comm). */
+void ps__sim_moe_metrics(ps_sim *sim, const ps_schedule *s);
+/* Frees the MoE tables and the planner; sim leaves MoE mode. */
+void ps__sim_moe_free(ps_sim *sim);
+
+#endif

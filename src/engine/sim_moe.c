@@ -1,0 +1,288 @@
+/*
+ * The simulator's MoE mode: with a MoE model, an action's duration and its exposed all-to-all
+ * time come from the overlap planner instead of the cost model.
+ *
+ * Planning every action would plan the same layers again and again: stages with the same
+ * layer composition (dense layers come first in the model, so a composition is a stage's
+ * dense and MoE layer counts) have the same plans. So the stages are put in classes, F, I, W
+ * and B are planned once per class and each fused pair once per (forward class, backward
+ * class, backward kind) that the schedule contains; the clock's step then reads an action's
+ * plan from two small tables (sim.h). The planned operations are kept for the trace.
+ * SPDX-License-Identifier: MIT
+ */
+#include "sim.h"
+
+#include <string.h>
+
+#define MAX_CLASSES 256 /* distinct layer compositions of the stages of a MoE model */
+
+/* A class of stages: its dense and MoE layer counts and the first layer of its first stage,
+ * on which its plans are made. */
+typedef struct class_key {
+    int32_t dense, moe, first_layer;
+} class_key;
+
+void ps__sim_moe_free(ps_sim *sim)
+{
+    const ps_allocator *a = &sim->al;
+    ps__free(a, sim->stage_class, 2 * sim->cap_class_stages, sizeof *sim->stage_class);
+    ps__free(a, sim->class_plans, sim->cap_class_plans, sizeof *sim->class_plans);
+    ps__free(a, sim->pair_plans, sim->cap_pair_plans, sizeof *sim->pair_plans);
+    ps_plan_free(sim->planner);
+    ps__free(a, sim->plan_ops, sim->cap_plan_ops, sizeof *sim->plan_ops);
+    sim->plan_ops = NULL;
+    sim->nplan_ops = sim->cap_plan_ops = 0;
+    sim->planner = NULL;
+    sim->stage_class = sim->stage_first_layer = NULL;
+    sim->class_plans = sim->pair_plans = NULL;
+    sim->cap_class_plans = sim->cap_pair_plans = sim->cap_class_stages = 0;
+    sim->moe = 0;
+}
+
+/* ---- plans ------------------------------------------------------------------------------- */
+
+/* Appends the planner's last operations to plan_ops as out's, with layers relative to the
+ * first layer of each part's stage (fl0, bl0): the trace adds the layers of the stage each
+ * action runs. */
+static int keep_ops(ps_sim *sim, int32_t fl0, int32_t bl0, ps__moe_cost *out)
+{
+    const ps_plan_op *ops;
+    size_t n = ps_plan_ops(sim->planner, &ops);
+    if (sim->nplan_ops + n > sim->cap_plan_ops) {
+        size_t cap = sim->cap_plan_ops ? sim->cap_plan_ops : 256;
+        while (cap < sim->nplan_ops + n)
+            cap *= 2;
+        ps_plan_op *p = ps__realloc(&sim->al, sim->plan_ops, sim->cap_plan_ops, cap, sizeof *p);
+        if (!p)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        sim->plan_ops = p;
+        sim->cap_plan_ops = cap;
+    }
+    ps_plan_op *kept = sim->plan_ops + sim->nplan_ops;
+    memcpy(kept, ops, n * sizeof *ops);
+    for (size_t k = 0; k < n; k++)
+        kept[k].layer -= kept[k].part ? bl0 : fl0;
+    out->first_op = sim->nplan_ops;
+    out->nops = n;
+    sim->nplan_ops += n;
+    return 0;
+}
+
+/* Plans an action (the forward of layers [fl0, fl0+fn) and/or the backward of kind bkind of
+ * layers [bl0, bl0+bn); fn or bn 0: that part is absent) into *out. */
+static int plan_into(ps_sim *sim, const ps_moe_model *m, int32_t fl0, int32_t fn, int bkind,
+                     int32_t bl0, int32_t bn, ps__moe_cost *out)
+{
+    int rc = ps__plan_layers(sim->planner, m, m->planner, fl0, fn, bkind, bl0, bn);
+    if (rc)
+        return ps__seterr(sim->err, rc, "overlap planner: %s", ps_plan_last_error(sim->planner));
+    const ps_plan_stats *st = ps__plan_stats(sim->planner);
+    out->dur = st->duration;
+    out->comm_total = st->comm;
+    out->comm_exposed = st->exposed;
+    return keep_ops(sim, fl0, bl0, out);
+}
+
+/* ---- setup ------------------------------------------------------------------------------- */
+
+/* Room for the class and the first layer of each of nstages stages (one block). */
+static int reserve_stage_classes(ps_sim *sim, int32_t nstages)
+{
+    const ps_allocator *a = &sim->al;
+    if ((size_t)nstages > sim->cap_class_stages) {
+        int32_t *blk = ps__alloc(a, 2 * (size_t)nstages, sizeof *blk);
+        if (!blk)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        ps__free(a, sim->stage_class, 2 * sim->cap_class_stages, sizeof *sim->stage_class);
+        sim->stage_class = blk;
+        sim->cap_class_stages = (size_t)nstages;
+    }
+    sim->stage_first_layer = sim->stage_class + sim->cap_class_stages;
+    return 0;
+}
+
+/* The class of each of the ms model stages, in key[0 .. *nclass); the stages of a second
+ * model copy (DualPipe) take the classes of the first. */
+static int classify_stages(ps_sim *sim, const ps_schedule *s, const ps_problem *pb, int32_t ms,
+                           class_key key[MAX_CLASSES], int32_t *nclass)
+{
+    int32_t nc = 0, l0 = 0, n = 0, nd;
+    for (int32_t st = 0; st < ms; st++) {
+        ps__stage_next(pb, ms, st, &l0, &n, &nd);
+        sim->stage_first_layer[st] = l0;
+        int32_t c = 0;
+        while (c < nc && !(key[c].dense == nd && key[c].moe == n - nd))
+            c++;
+        if (c == nc) {
+            if (nc == MAX_CLASSES)
+                return ps__seterr(sim->err, PS_EUNSUPPORTED,
+                                  "more than %d distinct stage layer compositions", MAX_CLASSES);
+            key[c].dense = nd;
+            key[c].moe = n - nd;
+            key[c].first_layer = l0;
+            nc++;
+        }
+        sim->stage_class[st] = c;
+    }
+    for (int32_t st = ms; st < s->nstages; st++) {
+        sim->stage_class[st] = sim->stage_class[st % ms];
+        sim->stage_first_layer[st] = sim->stage_first_layer[st % ms];
+    }
+    *nclass = nc;
+    return 0;
+}
+
+/* Room for the plans of nc classes. The tables only grow, so that simulating again does not
+ * allocate. */
+static int reserve_plans(ps_sim *sim, int32_t nc)
+{
+    const ps_allocator *a = &sim->al;
+    size_t nclass_plans = (size_t)nc * 4, npair_plans = (size_t)nc * (size_t)nc * 2;
+    if (nclass_plans > sim->cap_class_plans) {
+        ps__moe_cost *x =
+            ps__realloc(a, sim->class_plans, sim->cap_class_plans, nclass_plans, sizeof *x);
+        if (!x)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        sim->class_plans = x;
+        sim->cap_class_plans = nclass_plans;
+    }
+    if (npair_plans > sim->cap_pair_plans) {
+        ps__moe_cost *x =
+            ps__realloc(a, sim->pair_plans, sim->cap_pair_plans, npair_plans, sizeof *x);
+        if (!x)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        sim->pair_plans = x;
+        sim->cap_pair_plans = npair_plans;
+    }
+    sim->nclass = nc;
+    sim->nplan_ops = 0;
+    return 0;
+}
+
+/* The plans of F, I, W and B of every class, on the layers of its first stage. */
+static int plan_classes(ps_sim *sim, const ps_moe_model *m, const class_key *key)
+{
+    for (int32_t c = 0; c < sim->nclass; c++) {
+        int32_t l0 = key[c].first_layer, n = key[c].dense + key[c].moe;
+        for (int kind = PS_F; kind <= PS_B; kind++) {
+            ps__moe_cost *out = &sim->class_plans[ps__sim_class_at(c, kind)];
+            int rc = kind == PS_F ? plan_into(sim, m, l0, n, PS_B, 0, 0, out)
+                                  : plan_into(sim, m, 0, 0, kind, l0, n, out);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* The plans of the fused pairs s contains, each (forward class, backward class, backward
+ * kind) once: most of the nclass^2 combinations never occur. */
+static int plan_pairs(ps_sim *sim, const ps_schedule *s, const ps_moe_model *m,
+                      const class_key *key)
+{
+    size_t npairs = (size_t)sim->nclass * (size_t)sim->nclass * 2;
+    for (size_t i = 0; i < npairs; i++)
+        sim->pair_plans[i].dur = -1; /* not planned yet */
+    for (int32_t r = 0; r < s->pp; r++) {
+        const ps_action *acts = s->acts + s->off[r];
+        for (int64_t i = 0; i < s->len[r]; i++) {
+            const ps_action *x = &acts[i];
+            if (x->kind != PS_FB)
+                continue;
+            int32_t cf = sim->stage_class[x->stage], cb = sim->stage_class[x->bstage];
+            ps__moe_cost *e = &sim->pair_plans[ps__sim_pair_at(sim->nclass, cf, cb, x->bkind)];
+            if (e->dur >= 0)
+                continue;
+            int rc = plan_into(sim, m, key[cf].first_layer, key[cf].dense + key[cf].moe, x->bkind,
+                               key[cb].first_layer, key[cb].dense + key[cb].moe, e);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+int ps__sim_moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
+{
+    int32_t ms = s->nstages / (s->param_copies > 0 ? s->param_copies : 1);
+    int rc = ps__check_stage_layers(pb, ms, sim->err);
+    if (rc)
+        return rc;
+    if (!sim->planner && ps_plan_new(&sim->planner, &sim->al))
+        return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+    class_key key[MAX_CLASSES];
+    int32_t nc = 0;
+    rc = reserve_stage_classes(sim, s->nstages);
+    if (rc)
+        return rc;
+    rc = classify_stages(sim, s, pb, ms, key, &nc);
+    if (rc)
+        return rc;
+    rc = reserve_plans(sim, nc);
+    if (rc)
+        return rc;
+    rc = plan_classes(sim, &pb->moe, key);
+    if (rc)
+        return rc;
+    rc = plan_pairs(sim, s, &pb->moe, key);
+    if (rc)
+        return rc;
+    sim->moe = 1;
+    return 0;
+}
+
+/* ---- results ----------------------------------------------------------------------------- */
+
+/* Warm-up is before a rank's first backward, cool-down after its last forward. */
+void ps__sim_moe_metrics(ps_sim *sim, const ps_schedule *s)
+{
+    ps_comm_metrics *c = &sim->comm;
+    memset(c, 0, sizeof *c);
+    for (int32_t r = 0; r < s->pp; r++) {
+        const ps_action *acts = s->acts + s->off[r];
+        int64_t n = s->len[r], first_b = n, last_f = -1;
+        for (int64_t i = 0; i < n; i++) {
+            int k = acts[i].kind;
+            if ((k == PS_I || k == PS_B || k == PS_FB) && first_b == n)
+                first_b = i;
+            if (k == PS_F || k == PS_FB)
+                last_f = i;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const ps__moe_cost *e = ps__sim_moe_of(sim, &acts[i]);
+            int ph =
+                i < first_b ? PS_PHASE_WARMUP : (i > last_f ? PS_PHASE_COOLDOWN : PS_PHASE_STEADY);
+            c->total[ph] += e->comm_total;
+            c->exposed[ph] += e->comm_exposed;
+            c->total[PS_PHASE_ALL] += e->comm_total;
+            c->exposed[PS_PHASE_ALL] += e->comm_exposed;
+        }
+    }
+    for (int ph = 0; ph < PS_PHASE_COUNT; ph++)
+        c->overlap[ph] = c->total[ph] > 0 ? 1.0 - c->exposed[ph] / c->total[ph] : 1.0;
+}
+
+const ps_plan_op *ps__sim_moe_ops(const ps_sim *sim, const ps_action *a, size_t *n,
+                                  int32_t first_layer[2])
+{
+    *n = 0;
+    if (!ps__sim_current(sim) || !sim->moe)
+        return NULL;
+    const ps__moe_cost *e = ps__sim_moe_of(sim, a);
+    first_layer[0] = sim->stage_first_layer[a->stage];
+    first_layer[1] = sim->stage_first_layer[a->kind == PS_FB ? a->bstage : a->stage];
+    *n = e->nops;
+    return e->nops ? sim->plan_ops + e->first_op : NULL;
+}
+
+int ps_sim_comm(const ps_sim *sim, ps_comm_metrics *out)
+{
+    if (!sim || !out)
+        return PS_EINVAL;
+    if (!ps__sim_current(sim))
+        return PS_ESTATE;
+    if (!sim->moe)
+        return PS_ENOTFOUND;
+    *out = sim->comm;
+    return 0;
+}
