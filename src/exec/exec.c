@@ -12,85 +12,22 @@
  * blocks on it at the head of its rank (the engine's park hook). Remote ranks are pinned by
  * ps__engine_set_remote() so the engine never runs them here.
  *
+ * The emulation threads are in workers.c, the measured results in results.c, the state all
+ * three share in exec_int.h.
+ *
  * Tokens name outstanding work and carry everything needed to check a completion:
  *   compute: 01 | index (48 bits) | rank (12 bits)
  *   transfer: 10 (send) or 11 (receive) | dir (1 bit) | internal (1 bit) | stage | mb (24 bits)
  * SPDX-License-Identifier: MIT
  */
-#include "engine/engine.h"
-
-#include <pipesched/exec.h>
+#include "exec_int.h"
 
 #include <math.h>
-#include <sched.h>
+#include <stdio.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/prctl.h>
-#endif
 
 enum { ST_NEW = 1, ST_RUNNING = 2 };
 enum { TOK_COMPUTE = 1, TOK_SEND = 2, TOK_RECV = 3 };
-
-/* Emulation threads sleep until this close to a deadline, then spin (a timed wait can wake
- * tens of microseconds late; the spin makes the end exact). */
-#define SPIN_NS 200000u
-
-typedef struct job {
-    uint64_t token, deadline;
-} job;
-
-/* An emulation thread: one per local rank (at most one job: the rank's running action), plus
- * one for transfers when c > 0 (jobs in FIFO order, which is deadline order since every
- * transfer takes c). */
-typedef struct worker {
-    ps_exec *x;
-    uv_thread_t tid;
-    uv_mutex_t mu;
-    uv_cond_t cv;
-    job *ring, one;
-    size_t cap, head, len;
-    int stop, started, inited;
-} worker;
-
-typedef struct completion {
-    uint64_t token;
-    int status;
-} completion;
-
-struct ps_exec {
-    ps_allocator al;
-    uv_loop_t *loop;
-    const ps_schedule *s;
-    ps_exec_config cfg;
-    ps__engine e;
-    int engine_ok;
-    uint8_t *remote; /* pp: 1 = runs in another process */
-    int all_local;
-    int64_t local_total, local_done, pending; /* pending: sends and emulated transfers */
-    uv_async_t async;
-    uv_timer_t timer;
-    int handles; /* open handles, while closing */
-    int status, done_reported, closing;
-    ps_exec_close_cb close_cb;
-    uint64_t t0, last_progress, stall_ns;
-    size_t nacts;
-    double *start, *end; /* indexed like the schedule's action array */
-    uint8_t *xf;         /* per (stage, mb): bit dir = a transfer of that result is posted */
-    size_t nsm;
-    /* Emulation. */
-    uint64_t *dur_ns; /* nacts */
-    uint64_t c_ns;
-    worker *workers; /* n_workers: local ranks in rank order, then the transfer thread */
-    int32_t *wslot;  /* pp: worker of rank r */
-    int n_workers;
-    /* Completions. */
-    uv_mutex_t qmu;
-    int qmu_ok;
-    completion *q, *batch;
-    size_t qcap, qlen;
-    int qstopped, qoverflow; /* under qmu */
-    char err[PS__ERRLEN];
-};
 
 /* ---- tokens ------------------------------------------------------------------------------ */
 
@@ -110,89 +47,6 @@ static double secs(const ps_exec *x, uint64_t t)
     return (double)(t - x->t0) * 1e-9;
 }
 
-/* ---- emulation threads ------------------------------------------------------------------- */
-
-/* Waits (w->mu held) until deadline; 0 when told to stop first. */
-static int wait_until(worker *w, uint64_t deadline)
-{
-    for (;;) {
-        if (w->stop)
-            return 0;
-        uint64_t now = uv_hrtime();
-        if (now >= deadline)
-            return 1;
-        if (deadline - now > SPIN_NS) {
-            (void)uv_cond_timedwait(&w->cv, &w->mu, deadline - now - SPIN_NS);
-            continue;
-        }
-        uv_mutex_unlock(&w->mu);
-        while (uv_hrtime() < deadline)
-            sched_yield();
-        uv_mutex_lock(&w->mu);
-    }
-}
-
-static void worker_main(void *arg)
-{
-    worker *w = arg;
-#if defined(__linux__)
-    /* The default 50 us timer slack would be most of the error budget of a short action. */
-    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-#endif
-    uv_mutex_lock(&w->mu);
-    for (;;) {
-        while (!w->len && !w->stop)
-            uv_cond_wait(&w->cv, &w->mu);
-        if (w->stop)
-            break;
-        job j = w->ring[w->head];
-        if (!wait_until(w, j.deadline))
-            break;
-        w->head = w->head + 1 == w->cap ? 0 : w->head + 1;
-        w->len--;
-        uv_mutex_unlock(&w->mu);
-        (void)ps_exec_complete(w->x, j.token, 0);
-        uv_mutex_lock(&w->mu);
-    }
-    uv_mutex_unlock(&w->mu);
-}
-
-static void post_job(worker *w, uint64_t token, uint64_t deadline)
-{
-    uv_mutex_lock(&w->mu);
-    size_t at = w->head + w->len;
-    if (at >= w->cap)
-        at -= w->cap;
-    w->ring[at].token = token;
-    w->ring[at].deadline = deadline;
-    w->len++;
-    uv_cond_signal(&w->cv);
-    uv_mutex_unlock(&w->mu);
-}
-
-static void stop_workers(ps_exec *x)
-{
-    for (int i = 0; i < x->n_workers; i++) {
-        worker *w = &x->workers[i];
-        if (!w->started)
-            continue;
-        uv_mutex_lock(&w->mu);
-        w->stop = 1;
-        uv_cond_signal(&w->cv);
-        uv_mutex_unlock(&w->mu);
-    }
-}
-
-static void join_workers(ps_exec *x)
-{
-    stop_workers(x);
-    for (int i = 0; i < x->n_workers; i++)
-        if (x->workers[i].started) {
-            uv_thread_join(&x->workers[i].tid);
-            x->workers[i].started = 0;
-        }
-}
-
 /* ---- stopping ---------------------------------------------------------------------------- */
 
 /* Ends the run with status code (0 = finished): no host callback after this; on_done follows
@@ -207,7 +61,7 @@ static void stop(ps_exec *x, int code)
     x->qlen = 0;
     uv_mutex_unlock(&x->qmu);
     uv_timer_stop(&x->timer);
-    stop_workers(x);
+    ps__workers_stop(x);
     uv_async_send(&x->async);
 }
 
@@ -245,7 +99,7 @@ static int x_issue(void *ud, int32_t r, int64_t idx, const ps_action *a, const i
     x->start[k] = secs(x, now);
     uint64_t tok = tok_compute(r, idx);
     if (x->cfg.emulate) {
-        post_job(&x->workers[x->wslot[r]], tok, now + x->dur_ns[k]);
+        ps__worker_post(&x->workers[x->wslot[r]], tok, now + x->dur_ns[k]);
         return 0;
     }
     int rc = x->cfg.compute(x, a, r, tok, x->cfg.user_data);
@@ -268,8 +122,8 @@ static int x_transfer(void *ud, int dir, int32_t stage, int32_t mb, int32_t from
             return 1; /* in-process: the result is already where the consumer runs */
         x->xf[at] |= (uint8_t)(1u << dir);
         x->pending++;
-        post_job(&x->workers[x->n_workers - 1], tok_xfer(TOK_SEND, dir, 1, stage, mb),
-                 uv_hrtime() + x->c_ns);
+        ps__worker_post(&x->workers[x->n_workers - 1], tok_xfer(TOK_SEND, dir, 1, stage, mb),
+                        uv_hrtime() + x->c_ns);
         return 0;
     }
     size_t p = (size_t)ps__path_of(x->s, mb) * x->e.nstages + (size_t)stage;
@@ -394,7 +248,7 @@ static void on_async(uv_async_t *h)
      * the loop from its other handles; the async is re-armed when work is left. */
     for (int round = 0; round < 64 && x->status == ST_RUNNING; round++) {
         uv_mutex_lock(&x->qmu);
-        completion *b = x->q;
+        ps__completion *b = x->q;
         size_t n = x->qlen;
         int overflow = x->qoverflow;
         x->q = x->batch;
@@ -465,21 +319,13 @@ void ps_exec_config_init(ps_exec_config *cfg)
     cfg->time_scale = 1e-3;
 }
 
+/* Frees x and everything it holds: the one place of cleanup, reached from ps_exec_new() when a
+ * step before the handles failed and from the handles' close callback otherwise. */
 static void destroy(ps_exec *x)
 {
     ps_allocator al = x->al;
     size_t pp = (size_t)x->s->pp;
-    join_workers(x);
-    for (int i = 0; i < x->n_workers; i++) {
-        worker *w = &x->workers[i];
-        if (w->inited) {
-            uv_cond_destroy(&w->cv);
-            uv_mutex_destroy(&w->mu);
-        }
-        if (w->ring && w->ring != &w->one)
-            ps__free(&al, w->ring, w->cap, sizeof *w->ring);
-    }
-    ps__free(&al, x->workers, (size_t)x->n_workers, sizeof *x->workers);
+    ps__workers_free(x);
     ps__free(&al, x->wslot, pp, sizeof *x->wslot);
     if (x->qmu_ok)
         uv_mutex_destroy(&x->qmu);
@@ -488,35 +334,32 @@ static void destroy(ps_exec *x)
     ps__free(&al, x->remote, pp, sizeof *x->remote);
     ps__free(&al, x->start, x->nacts, sizeof *x->start);
     ps__free(&al, x->end, x->nacts, sizeof *x->end);
-    ps__free(&al, x->dur_ns, x->nacts, sizeof *x->dur_ns);
     ps__free(&al, x->xf, x->nsm, sizeof *x->xf);
     ps__free(&al, x->q, x->qcap, sizeof *x->q);
     ps__free(&al, x->batch, x->qcap, sizeof *x->batch);
     ps__free(&al, x, 1, sizeof *x);
 }
 
-/* Durations of the emulated actions under the problem's cost model (the simulator's). */
-static int emulation_costs(ps_exec *x, const ps_problem *pb)
+static void on_closed(uv_handle_t *h)
 {
-    ps_sim *sim;
-    int rc = ps_sim_new(&sim, &x->al);
-    if (rc)
-        return rc;
-    rc = ps_sim_run(sim, x->s, pb);
-    if (rc && rc != PS_EINVALID) { /* over the memory limit still times every action */
-        snprintf(x->err, PS__ERRLEN, "%s", ps_sim_last_error(sim));
-        ps_sim_free(sim);
-        return rc;
-    }
-    for (size_t k = 0; k < x->nacts; k++) {
-        double d = ps_sim_duration(sim, &x->s->acts[k]) * x->cfg.time_scale * 1e9;
-        x->dur_ns[k] = d > 0 ? (uint64_t)llround(d) : 0;
-    }
-    double c = ps_problem_get_cost(pb, PS_COST_C) * x->cfg.time_scale * 1e9;
-    x->c_ns = c > 0 ? (uint64_t)llround(c) : 0;
-    ps_sim_free(sim);
-    return 0;
+    ps_exec *x = h->data;
+    if (--x->handles)
+        return;
+    if (x->close_cb)
+        x->close_cb(x, x->cfg.user_data);
+    destroy(x);
 }
+
+/* Closes the handles initialised on the loop; the last one's close callback frees x. */
+static void close_handles(ps_exec *x)
+{
+    int timer = x->handles == 2;
+    uv_close((uv_handle_t *)&x->async, on_closed);
+    if (timer)
+        uv_close((uv_handle_t *)&x->timer, on_closed);
+}
+
+/* ---- ps_exec_new ------------------------------------------------------------------------- */
 
 /* Number of results that local ranks send to another rank: a bound on pending transfers. */
 static int64_t cross_edges(const ps_exec *x)
@@ -565,10 +408,120 @@ static int check_config(const ps_schedule *s, const ps_exec_config *cfg)
     return 0;
 }
 
+static int exec_alloc(ps_exec **out, const ps_schedule *s, const ps_exec_config *cfg,
+                      const ps_allocator *alloc)
+{
+    ps_allocator al;
+    ps__alloc_init(&al, alloc);
+    ps_exec *x = ps__calloc(&al, 1, sizeof *x);
+    if (!x)
+        return PS_ENOMEM;
+    x->al = al;
+    x->s = s;
+    x->cfg = *cfg;
+    x->cfg.local_ranks = NULL; /* copied into remote[] */
+    x->status = ST_NEW;
+    x->qstopped = 1;
+    *out = x;
+    return 0;
+}
+
+/* The measured timeline (-1: did not run), the posted-transfer bits and the per-rank
+ * tables. */
+static int alloc_tables(ps_exec *x)
+{
+    const ps_schedule *s = x->s;
+    size_t pp = (size_t)s->pp;
+    for (int32_t r = 0; r < s->pp; r++)
+        if ((size_t)(s->off[r] + s->len[r]) > x->nacts)
+            x->nacts = (size_t)(s->off[r] + s->len[r]);
+    x->nsm = (size_t)s->nstages * (size_t)s->m;
+    x->remote = ps__calloc(&x->al, pp, sizeof *x->remote);
+    x->start = ps__alloc(&x->al, x->nacts, sizeof *x->start);
+    x->end = ps__alloc(&x->al, x->nacts, sizeof *x->end);
+    x->xf = ps__calloc(&x->al, x->nsm, sizeof *x->xf);
+    x->wslot = ps__alloc(&x->al, pp, sizeof *x->wslot);
+    if (!x->remote || !x->start || !x->end || !x->xf || !x->wslot)
+        return PS_ENOMEM;
+    for (size_t k = 0; k < x->nacts; k++)
+        x->start[k] = x->end[k] = -1.0;
+    return 0;
+}
+
+/* Which ranks run here (cfg->local_ranks, NULL = all), and the emulation worker of each. A
+ * rank elsewhere needs the host's send and recv. */
+static int place_ranks(ps_exec *x, const ps_exec_config *cfg)
+{
+    const ps_schedule *s = x->s;
+    x->all_local = cfg->local_ranks == NULL;
+    if (cfg->local_ranks) {
+        memset(x->remote, 1, (size_t)s->pp);
+        for (int i = 0; i < cfg->n_local; i++)
+            x->remote[cfg->local_ranks[i]] = 0;
+        x->all_local = 1;
+        for (int32_t r = 0; r < s->pp; r++)
+            x->all_local &= !x->remote[r];
+    }
+    for (int32_t r = 0; r < s->pp; r++) {
+        x->wslot[r] = x->remote[r] ? -1 : x->n_local;
+        x->n_local += !x->remote[r];
+        if (!x->remote[r])
+            x->local_total += s->len[r];
+    }
+    if (!x->all_local && (!cfg->send || !cfg->recv))
+        return PS_EINVAL;
+    return 0;
+}
+
+/* The completion queue and its swap buffer: room for every completion that can be
+ * outstanding (a compute action and two transfers per local rank, and the cross-rank edges). */
+static int alloc_completions(ps_exec *x, int64_t edges)
+{
+    x->qcap = (size_t)(3 * x->n_local + edges + 1);
+    x->q = ps__alloc(&x->al, x->qcap, sizeof *x->q);
+    x->batch = ps__alloc(&x->al, x->qcap, sizeof *x->batch);
+    return x->q && x->batch ? 0 : PS_ENOMEM;
+}
+
+static int init_engine(ps_exec *x)
+{
+    int rc = ps__engine_init(&x->e, x->s, &exec_ops, x, &x->al);
+    if (rc)
+        return rc;
+    x->engine_ok = 1;
+    ps__engine_set_remote(&x->e, x->all_local ? NULL : x->remote);
+    return 0;
+}
+
+/*
+ * The completion lock, then the handles. The handles come last: once initialised, only a
+ * close through the loop releases them. Neither init fails in libuv 1.x (the loop's wake-up
+ * descriptor exists since uv_loop_init; uv_timer_init always returns 0), but both are checked,
+ * the async first: if it failed, nothing is left on the loop; if the timer did, the async is
+ * closed and x freed by the loop's next iteration.
+ */
+static int init_handles(ps_exec *x, uv_loop_t *loop)
+{
+    if (uv_mutex_init(&x->qmu))
+        return PS_ESYS;
+    x->qmu_ok = 1;
+    if (uv_async_init(loop, &x->async, on_async))
+        return PS_ESYS;
+    x->async.data = x;
+    x->handles = 1;
+    if (uv_timer_init(loop, &x->timer))
+        return PS_ESYS;
+    x->timer.data = x;
+    x->handles = 2;
+    uv_unref((uv_handle_t *)&x->async); /* an idle executor does not keep the loop alive */
+    return 0;
+}
+
 int ps_exec_new(ps_exec **out, uv_loop_t *loop, const ps_schedule *s, const ps_exec_config *cfg,
                 const ps_allocator *alloc)
 {
-    ps_allocator al;
+    ps_exec *x;
+    int64_t edges;
     if (!out)
         return PS_EINVAL;
     *out = NULL;
@@ -577,113 +530,40 @@ int ps_exec_new(ps_exec **out, uv_loop_t *loop, const ps_schedule *s, const ps_e
     int rc = check_config(s, cfg);
     if (rc)
         return rc;
-    ps__alloc_init(&al, alloc);
-    ps_exec *x = ps__calloc(&al, 1, sizeof *x);
-    if (!x)
-        return PS_ENOMEM;
-    x->al = al;
-    x->s = s;
+    rc = exec_alloc(&x, s, cfg, alloc);
+    if (rc)
+        return rc;
     x->loop = loop;
-    x->cfg = *cfg;
-    x->cfg.local_ranks = NULL; /* copied into remote[] */
-    x->status = ST_NEW;
-    x->qstopped = 1;
-    size_t pp = (size_t)s->pp;
-    for (int32_t r = 0; r < s->pp; r++)
-        if ((size_t)(s->off[r] + s->len[r]) > x->nacts)
-            x->nacts = (size_t)(s->off[r] + s->len[r]);
-    x->nsm = (size_t)s->nstages * (size_t)s->m;
-    x->remote = ps__calloc(&al, pp, sizeof *x->remote);
-    x->start = ps__alloc(&al, x->nacts, sizeof *x->start);
-    x->end = ps__alloc(&al, x->nacts, sizeof *x->end);
-    x->xf = ps__calloc(&al, x->nsm, sizeof *x->xf);
-    x->wslot = ps__alloc(&al, pp, sizeof *x->wslot);
-    rc = PS_ENOMEM;
-    if (!x->remote || !x->start || !x->end || !x->xf || !x->wslot)
-        goto fail;
-    x->all_local = cfg->local_ranks == NULL;
-    if (cfg->local_ranks) {
-        memset(x->remote, 1, pp);
-        for (int i = 0; i < cfg->n_local; i++)
-            x->remote[cfg->local_ranks[i]] = 0;
-        x->all_local = 1;
-        for (size_t r = 0; r < pp; r++)
-            x->all_local &= !x->remote[r];
-    }
-    int n_local = 0;
-    for (int32_t r = 0; r < s->pp; r++) {
-        x->wslot[r] = x->remote[r] ? -1 : n_local;
-        n_local += !x->remote[r];
-        if (!x->remote[r])
-            x->local_total += s->len[r];
-    }
-    if (!x->all_local && (!cfg->send || !cfg->recv)) {
-        rc = PS_EINVAL;
-        goto fail;
-    }
-    for (size_t k = 0; k < x->nacts; k++)
-        x->start[k] = x->end[k] = -1.0;
-    int64_t edges = cross_edges(x);
-    x->qcap = (size_t)(3 * n_local + edges + 1);
-    x->q = ps__alloc(&al, x->qcap, sizeof *x->q);
-    x->batch = ps__alloc(&al, x->qcap, sizeof *x->batch);
-    if (!x->q || !x->batch)
-        goto fail;
-    if (cfg->emulate) {
-        x->dur_ns = ps__alloc(&al, x->nacts, sizeof *x->dur_ns);
-        if (!x->dur_ns)
-            goto fail;
-        if ((rc = emulation_costs(x, cfg->problem)))
-            goto fail;
-        int nw = n_local + (x->c_ns ? 1 : 0);
-        x->workers = ps__calloc(&al, (size_t)nw, sizeof *x->workers);
-        rc = PS_ENOMEM;
-        if (!x->workers)
-            goto fail;
-        x->n_workers = nw;
-        for (int i = 0; i < x->n_workers; i++) {
-            worker *w = &x->workers[i];
-            w->x = x;
-            w->cap = i < n_local ? 1 : (size_t)edges + 1;
-            w->ring = w->cap == 1 ? &w->one : ps__alloc(&al, w->cap, sizeof *w->ring);
-            if (!w->ring)
-                goto fail;
-        }
-        rc = PS_ESYS;
-        for (int i = 0; i < x->n_workers; i++) {
-            worker *w = &x->workers[i];
-            if (uv_mutex_init(&w->mu))
-                goto fail;
-            if (uv_cond_init(&w->cv)) {
-                uv_mutex_destroy(&w->mu);
-                goto fail;
-            }
-            w->inited = 1;
-        }
-    }
-    rc = ps__engine_init(&x->e, s, &exec_ops, x, &al);
+    rc = alloc_tables(x);
     if (rc)
         goto fail;
-    x->engine_ok = 1;
-    ps__engine_set_remote(&x->e, x->all_local ? NULL : x->remote);
-    rc = PS_ESYS;
-    if (uv_mutex_init(&x->qmu))
+    rc = place_ranks(x, cfg);
+    if (rc)
         goto fail;
-    x->qmu_ok = 1;
-    /* The handles come last: once initialised, only ps_exec_close() can release them. */
-    if (uv_async_init(loop, &x->async, on_async))
+    edges = cross_edges(x);
+    rc = alloc_completions(x, edges);
+    if (rc)
         goto fail;
-    uv_timer_init(loop, &x->timer);
-    x->async.data = x;
-    x->timer.data = x;
-    uv_unref((uv_handle_t *)&x->async); /* an idle executor does not keep the loop alive */
+    if (cfg->emulate && (rc = ps__workers_new(x, cfg->problem, edges)))
+        goto fail;
+    rc = init_engine(x);
+    if (rc)
+        goto fail;
+    rc = init_handles(x, loop);
+    if (rc)
+        goto fail;
     x->stall_ns = (uint64_t)(cfg->stall_timeout_s * 1e9);
     *out = x;
     return 0;
 fail:
-    destroy(x);
+    if (x->handles)
+        close_handles(x);
+    else
+        destroy(x);
     return rc;
 }
+
+/* ---- running ----------------------------------------------------------------------------- */
 
 int ps_exec_start(ps_exec *x)
 {
@@ -691,14 +571,9 @@ int ps_exec_start(ps_exec *x)
         return PS_EINVAL;
     if (x->status != ST_NEW || x->closing)
         return PS_ESTATE;
-    for (int i = 0; i < x->n_workers; i++) {
-        worker *w = &x->workers[i];
-        if (uv_thread_create(&w->tid, worker_main, w)) {
-            join_workers(x);
-            return ps__seterr(x->err, PS_ESYS, "cannot start emulation thread %d", i);
-        }
-        w->started = 1;
-    }
+    int rc = ps__workers_start(x);
+    if (rc)
+        return rc;
     uv_mutex_lock(&x->qmu);
     x->qstopped = 0;
     uv_mutex_unlock(&x->qmu);
@@ -747,16 +622,6 @@ int ps_exec_cancel(ps_exec *x)
     return 0;
 }
 
-static void on_closed(uv_handle_t *h)
-{
-    ps_exec *x = h->data;
-    if (--x->handles)
-        return;
-    if (x->close_cb)
-        x->close_cb(x, x->cfg.user_data);
-    destroy(x);
-}
-
 void ps_exec_close(ps_exec *x, ps_exec_close_cb close_cb)
 {
     if (!x || x->closing)
@@ -769,76 +634,6 @@ void ps_exec_close(ps_exec *x, ps_exec_close_cb close_cb)
     uv_mutex_lock(&x->qmu);
     x->qstopped = 1;
     uv_mutex_unlock(&x->qmu);
-    join_workers(x);
-    x->handles = 2;
-    uv_close((uv_handle_t *)&x->async, on_closed);
-    uv_close((uv_handle_t *)&x->timer, on_closed);
-}
-
-/* ---- results ----------------------------------------------------------------------------- */
-
-int ps_exec_status(const ps_exec *x)
-{
-    return x ? x->status : PS_EINVAL;
-}
-
-const char *ps_exec_last_error(const ps_exec *x)
-{
-    return x ? x->err : "invalid argument: NULL executor";
-}
-
-const double *ps_exec_starts(const ps_exec *x, int rank)
-{
-    if (!x || rank < 0 || rank >= x->s->pp)
-        return NULL;
-    return x->start + x->s->off[rank];
-}
-
-const double *ps_exec_ends(const ps_exec *x, int rank)
-{
-    if (!x || rank < 0 || rank >= x->s->pp)
-        return NULL;
-    return x->end + x->s->off[rank];
-}
-
-int ps_exec_metrics(const ps_exec *x, double unit, ps_metrics *out)
-{
-    if (!x || !out || !(unit > 0))
-        return PS_EINVAL;
-    if (x->status != 0)
-        return PS_ESTATE;
-    const ps_schedule *s = x->s;
-    double makespan = 0.0, bubble = 0.0, busy = 0.0;
-    int n_local = 0;
-    for (int32_t r = 0; r < s->pp; r++) {
-        if (x->remote[r])
-            continue;
-        n_local++;
-        if (!s->len[r])
-            continue;
-        double rb = 0.0;
-        for (int64_t i = s->off[r]; i < s->off[r] + s->len[r]; i++)
-            rb += (x->end[i] - x->start[i]) / unit;
-        busy += rb;
-        double last = x->end[s->off[r] + s->len[r] - 1] / unit;
-        double span = last - x->start[s->off[r]] / unit;
-        if (last > makespan)
-            makespan = last;
-        if (span - rb > bubble)
-            bubble = span - rb;
-    }
-    out->makespan = makespan;
-    out->bubble = bubble;
-    out->bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)n_local * makespan) : 0.0;
-    out->pp = s->pp;
-    return 0;
-}
-
-int ps_exec_measured(const ps_exec *x, double unit, ps_sim *sim)
-{
-    if (!x || !sim || !(unit > 0))
-        return PS_EINVAL;
-    if (x->status != 0 || !x->all_local || ps__sim_schedule(sim) != x->s)
-        return PS_ESTATE;
-    return ps__sim_set_timeline(sim, x->start, x->end, unit);
+    ps__workers_join(x);
+    close_handles(x);
 }
