@@ -6,10 +6,12 @@
  * host's send/recv; argument errors and allocation failures.
  * SPDX-License-Identifier: MIT
  */
+#define _GNU_SOURCE /* RTLD_NEXT, for the fault injection below */
 #include "common.h"
 
 #include <pipesched/exec.h>
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -688,6 +690,160 @@ START_TEST(exec_alloc_failure)
 }
 END_TEST
 
+/* ---- fault injection: each step of ps_exec_new() and ps_exec_start() fails ---------------- */
+
+/*
+ * The libuv calls through which the executor's set-up can fail, defined again here: the test
+ * program's definitions come first in symbol resolution, so the library's calls reach them.
+ * Each forwards to libuv's own, unless uv_fault names it: then its uv_fault_at-th call fails.
+ * libuv 1.x never fails most of them (the loop's wake-up descriptor exists since uv_loop_init,
+ * uv_timer_init always returns 0), so this is the only way to reach those error paths.
+ */
+enum { FAULT_NONE, FAULT_MUTEX, FAULT_COND, FAULT_ASYNC, FAULT_TIMER, FAULT_THREAD };
+static int uv_fault, uv_fault_at, uv_fault_calls;
+
+static int fault_now(int which)
+{
+    return uv_fault == which && ++uv_fault_calls == uv_fault_at;
+}
+
+/* libuv's own definition of name (a function; copied through memcpy, which ISO C allows). */
+static void libuv_fn(const char *name, void *fnp, size_t size)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    ck_assert_msg(p != NULL, "dlsym(%s)", name);
+    ck_assert_uint_eq(size, sizeof p);
+    memcpy(fnp, &p, size);
+}
+
+int uv_mutex_init(uv_mutex_t *m)
+{
+    static int (*real)(uv_mutex_t *);
+    if (!real)
+        libuv_fn("uv_mutex_init", &real, sizeof real);
+    return fault_now(FAULT_MUTEX) ? UV_ENOMEM : real(m);
+}
+
+int uv_cond_init(uv_cond_t *c)
+{
+    static int (*real)(uv_cond_t *);
+    if (!real)
+        libuv_fn("uv_cond_init", &real, sizeof real);
+    return fault_now(FAULT_COND) ? UV_ENOMEM : real(c);
+}
+
+int uv_async_init(uv_loop_t *loop, uv_async_t *h, uv_async_cb cb)
+{
+    static int (*real)(uv_loop_t *, uv_async_t *, uv_async_cb);
+    if (!real)
+        libuv_fn("uv_async_init", &real, sizeof real);
+    return fault_now(FAULT_ASYNC) ? UV_EMFILE : real(loop, h, cb);
+}
+
+int uv_timer_init(uv_loop_t *loop, uv_timer_t *h)
+{
+    static int (*real)(uv_loop_t *, uv_timer_t *);
+    if (!real)
+        libuv_fn("uv_timer_init", &real, sizeof real);
+    return fault_now(FAULT_TIMER) ? UV_ENOMEM : real(loop, h);
+}
+
+int uv_thread_create(uv_thread_t *tid, uv_thread_cb entry, void *arg)
+{
+    static int (*real)(uv_thread_t *, uv_thread_cb, void *);
+    if (!real)
+        libuv_fn("uv_thread_create", &real, sizeof real);
+    return fault_now(FAULT_THREAD) ? UV_EAGAIN : real(tid, entry, arg);
+}
+
+/* Emulated 1F1B on 2 ranks, c = 0: two workers (one lock and one condition each), then the
+ * completion lock, the async, the timer; the threads start in ps_exec_start(). */
+static const struct {
+    int fault, at, new_rc, start_rc;
+} step_faults[] = {
+    {FAULT_MUTEX, 1, PS_ESYS, 0},  /* rank 0's worker */
+    {FAULT_COND, 2, PS_ESYS, 0},   /* rank 1's worker */
+    {FAULT_MUTEX, 3, PS_ESYS, 0},  /* the completion queue's lock */
+    {FAULT_ASYNC, 1, PS_ESYS, 0},  /* nothing on the loop yet */
+    {FAULT_TIMER, 1, PS_ESYS, 0},  /* the async is on the loop: closed there */
+    {FAULT_THREAD, 1, 0, PS_ESYS}, /* ps_exec_start(): the first thread */
+    {FAULT_THREAD, 2, 0, PS_ESYS}, /* the second, once the first runs: it is joined */
+};
+
+/* Every step reports its own failure, and what it leaves is released: at once before the
+ * handles exist, by the loop's next iteration after (a failed timer leaves the async to close),
+ * so that the loop closes and no allocation is left either way. */
+START_TEST(exec_step_faults)
+{
+    ps_problem *pb;
+    ps_schedule *s = make_schedule("1f1b", 2, 0, 4, &pb);
+    uv_loop_t loop;
+    ck_assert_int_eq(uv_loop_init(&loop), 0);
+    counting_alloc c = {0, 0, 0, 0};
+    ps_allocator al = counting_allocator(&c);
+    host h;
+    host_init(&h, 0);
+    ps_exec_config cfg;
+    config_for(&cfg, &h);
+    cfg.emulate = 1;
+    cfg.problem = pb;
+    cfg.time_scale = 1e-6;
+    ps_exec *x = (ps_exec *)&h;
+    uv_fault = step_faults[_i].fault;
+    uv_fault_at = step_faults[_i].at;
+    uv_fault_calls = 0;
+    int rc = ps_exec_new(&x, &loop, s, &cfg, &al);
+    ck_assert_int_eq(rc, step_faults[_i].new_rc);
+    if (rc == 0) {
+        ck_assert_int_eq(ps_exec_start(x), step_faults[_i].start_rc);
+        char want[64];
+        snprintf(want, sizeof want, "cannot start emulation thread %d", step_faults[_i].at - 1);
+        ck_assert_str_eq(ps_exec_last_error(x), want);
+        ck_assert_int_eq(ps_exec_status(x), 1); /* not started: nothing was called */
+        ck_assert_int_eq(h.computes, 0);
+        ps_exec_close(x, NULL);
+    } else {
+        ck_assert_ptr_null(x);
+    }
+    uv_fault = FAULT_NONE;
+    ck_assert_int_eq(uv_fault_calls, step_faults[_i].at);
+    ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    ck_assert_int_eq(c.live, 0);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+/* The emulation step returns the simulator's own error: per-stage costs that do not match the
+ * schedule are PS_ECONFIG (as exec.h documents), not a generic failure. */
+START_TEST(exec_emulation_error)
+{
+    ps_problem *pb;
+    ps_schedule *s = make_schedule("1f1b", 2, 0, 4, &pb);
+    const ps_stage_cost three[3] = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}};
+    ck_assert_int_eq(ps_problem_set_stage_costs(pb, three, 3), 0);
+    uv_loop_t loop;
+    ck_assert_int_eq(uv_loop_init(&loop), 0);
+    counting_alloc c = {0, 0, 0, 0};
+    ps_allocator al = counting_allocator(&c);
+    host h;
+    host_init(&h, 0);
+    ps_exec_config cfg;
+    config_for(&cfg, &h);
+    cfg.emulate = 1;
+    cfg.problem = pb;
+    ps_exec *x = (ps_exec *)&h;
+    ck_assert_int_eq(ps_exec_new(&x, &loop, s, &cfg, &al), PS_ECONFIG);
+    ck_assert_ptr_null(x);
+    ck_assert_int_eq(c.live, 0);
+    ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
 static Suite *exec_suite(void)
 {
     Suite *s = suite_create("exec");
@@ -708,6 +864,11 @@ static Suite *exec_suite(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, exec_errors);
     tcase_add_loop_test(tc, exec_alloc_failure, 0, 2);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("exec_step_errors");
+    tcase_set_timeout(tc, 20);
+    tcase_add_loop_test(tc, exec_step_faults, 0, (int)(sizeof step_faults / sizeof step_faults[0]));
+    tcase_add_test(tc, exec_emulation_error);
     suite_add_tcase(s, tc);
     /* Timing-sensitive: tagged so that the valgrind setup can leave it out. */
     tc = tcase_create("exec_fidelity");
