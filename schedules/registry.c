@@ -158,37 +158,45 @@ static int32_t place_stage(int placement, int32_t s, int32_t p)
     }
 }
 
-int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
+/* ---- ps_schedule_generate --------------------------------------------------------------- */
+
+/* The size of a problem under a family: its vpp (defaulted), model copies and stages. */
+typedef struct gen_size {
+    long long v, nstages;
+    int copies;
+} gen_size;
+
+/* Sizes beyond the documented limits are refused before anything is allocated. */
+static int check_limits(ps_schedule *s, const ps__family *f, const ps_problem *pb, gen_size *z)
 {
-    if (!s)
-        return PS_EINVAL;
-    if (!pb)
-        return ps__seterr(s->err, PS_EINVAL, "no problem given");
-    const ps__family *f = &ps__families[pb->family];
-    ps__params p;
-    long long v = pb->vpp ? pb->vpp : (f->fixed_vpp ? f->fixed_vpp : 1);
-    if (f->fixed_vpp && v != f->fixed_vpp)
+    z->v = pb->vpp ? pb->vpp : (f->fixed_vpp ? f->fixed_vpp : 1);
+    if (f->fixed_vpp && z->v != f->fixed_vpp)
         return ps__seterr(s->err, PS_EUNSUPPORTED, "%s needs vpp = %d; got vpp=%lld", f->name,
-                          f->fixed_vpp, v);
+                          f->fixed_vpp, z->v);
     if (pb->pp < 1 || pb->pp > PS_MAX_PP)
         return ps__seterr(s->err, PS_ERANGE, "pp must be in [1, %d]; got %lld", PS_MAX_PP, pb->pp);
-    if (v < 1 || v > PS_MAX_VPP)
-        return ps__seterr(s->err, PS_ERANGE, "vpp must be in [1, %d]; got %lld", PS_MAX_VPP, v);
+    if (z->v < 1 || z->v > PS_MAX_VPP)
+        return ps__seterr(s->err, PS_ERANGE, "vpp must be in [1, %d]; got %lld", PS_MAX_VPP, z->v);
     if (pb->m < 1 || pb->m > PS_MAX_MICROBATCHES)
         return ps__seterr(s->err, PS_ERANGE, "microbatches must be in [1, %d]; got %lld",
                           PS_MAX_MICROBATCHES, pb->m);
-    int copies = f->placement == PS__PLACE_BIDIR ? 2 : 1;
-    long long nstages = pb->pp * v * copies;
-    if (nstages > PS_MAX_STAGES)
+    z->copies = f->placement == PS__PLACE_BIDIR ? 2 : 1;
+    z->nstages = pb->pp * z->v * z->copies;
+    if (z->nstages > PS_MAX_STAGES)
         return ps__seterr(s->err, PS_ERANGE, "pp * vpp%s = %lld stages exceeds the limit %d",
-                          copies > 1 ? " * 2" : "", nstages, PS_MAX_STAGES);
-    long long actions = nstages / copies * pb->m * f->units;
+                          z->copies > 1 ? " * 2" : "", z->nstages, PS_MAX_STAGES);
+    long long actions = z->nstages / z->copies * pb->m * f->units;
     if (actions > PS_MAX_ACTIONS)
         return ps__seterr(s->err, PS_ERANGE,
                           "pp=%lld, vpp=%lld, m=%lld needs up to %lld actions; the limit is %lld",
-                          pb->pp, v, pb->m, actions, PS_MAX_ACTIONS);
-    int grouped = (f->options & PS__OPT_GROUP) != 0;
-    if (pb->group && !grouped)
+                          pb->pp, z->v, pb->m, actions, PS_MAX_ACTIONS);
+    return 0;
+}
+
+/* The optional parameters that the family's row does not take are refused. */
+static int check_options(ps_schedule *s, const ps__family *f, const ps_problem *pb)
+{
+    if (pb->group && !(f->options & PS__OPT_GROUP))
         return ps__seterr(s->err, PS_EUNSUPPORTED,
                           "group_size applies to the interleaved and adaptive families only; %s "
                           "has no group size to set",
@@ -197,65 +205,126 @@ int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
         return ps__seterr(s->err, PS_EUNSUPPORTED,
                           "%s applies to the adaptive family only; %s has no such option",
                           pb->extra_warmup >= 0 ? "extra_warmup" : "split_backward", f->name);
-    if (pb->n_stage_mem && pb->n_stage_mem != (size_t)nstages)
-        return ps__seterr(s->err, PS_ECONFIG,
-                          "stage_memory has %zu entr%s but %s with pp=%lld, vpp=%lld has %lld "
-                          "stages",
-                          pb->n_stage_mem, pb->n_stage_mem == 1 ? "y" : "ies", f->name, pb->pp, v,
-                          nstages);
-    if (pb->n_stage_costs && pb->n_stage_costs != (size_t)nstages)
-        return ps__seterr(s->err, PS_ECONFIG,
-                          "stage_costs has %zu entr%s but %s with pp=%lld, vpp=%lld has %lld "
-                          "stages",
-                          pb->n_stage_costs, pb->n_stage_costs == 1 ? "y" : "ies", f->name, pb->pp,
-                          v, nstages);
-    if (pb->has_moe) {
-        int rc = ps__check_stage_layers(pb, (int32_t)(nstages / copies), s->err);
-        if (rc)
-            return rc;
-    }
-    p.p = (int32_t)pb->pp;
-    p.v = (int32_t)v;
-    p.m = (int32_t)pb->m;
-    p.group = (int32_t)(pb->group ? pb->group : pb->pp);
-    p.delta = (int32_t)(pb->extra_warmup >= 0 ? pb->extra_warmup : 1);
-    p.split = pb->split_bwd;
-    p.pb = pb;
-    if (f->check(&p, s->err))
-        return PS_EUNSUPPORTED;
+    return 0;
+}
 
-    int rc = ps__schedule_alloc(s, p.p, (int32_t)nstages, p.m, copies, NULL,
-                                (int64_t)p.v * p.m * f->units, (int32_t)nstages);
+/* PS_ECONFIG when the problem's per-stage table `key` (n entries, 0 = none) does not have one
+ * entry per stage. */
+static int check_stage_count(ps_schedule *s, const char *key, size_t n, const ps__family *f,
+                             const ps_problem *pb, const gen_size *z)
+{
+    if (!n || n == (size_t)z->nstages)
+        return 0;
+    return ps__seterr(s->err, PS_ECONFIG,
+                      "%s has %zu entr%s but %s with pp=%lld, vpp=%lld has %lld stages", key, n,
+                      n == 1 ? "y" : "ies", f->name, pb->pp, z->v, z->nstages);
+}
+
+/* The per-stage tables (memory, costs, MoE layers) must fit the stages the family makes. */
+static int check_stage_tables(ps_schedule *s, const ps__family *f, const ps_problem *pb,
+                              const gen_size *z)
+{
+    int rc = check_stage_count(s, "stage_memory", pb->n_stage_mem, f, pb, z);
     if (rc)
         return rc;
-    s->family = pb->family;
-    s->placement = f->placement;
-    s->param_copies = copies;
-    s->group = (p.v > 1 && grouped) ? p.group : 0;
-    for (int32_t i = 0; i < s->nstages; i++)
-        s->stage_rank[i] = place_stage(f->placement, i, p.p);
-    if (copies == 1) {
-        ps__schedule_single_path(s);
-    } else {
-        /* Copy 0: stages 0..p-1 for the first half of the micro-batches; copy 1: stages
-         * p..2p-1 (stage p+s on rank p-1-s) for the rest. */
-        for (int32_t i = 0; i < s->nstages; i++)
-            s->path_stages[i] = i;
-        s->path_off[0] = 0;
-        s->path_off[1] = p.p;
-        s->path_off[2] = 2 * p.p;
-        s->path_len[0] = s->path_len[1] = p.p;
-        s->path_mb0[0] = 0;
-        s->path_mbn[0] = p.m / 2;
-        s->path_mb0[1] = p.m / 2;
-        s->path_mbn[1] = p.m - p.m / 2;
-        ps__schedule_index_paths(s);
-    }
-    rc = f->generate(s, &p);
-    if (rc) {
-        ps__schedule_clear(s);
-        return ps__seterr(s->err, rc, "%s: %s while generating", f->name, ps_strerror(rc));
-    }
-    s->err[0] = 0;
+    rc = check_stage_count(s, "stage_costs", pb->n_stage_costs, f, pb, z);
+    if (rc)
+        return rc;
+    if (pb->has_moe)
+        return ps__check_stage_layers(pb, (int32_t)(z->nstages / z->copies), s->err);
     return 0;
+}
+
+static void fill_params(ps__params *p, const ps_problem *pb, const gen_size *z)
+{
+    p->p = (int32_t)pb->pp;
+    p->v = (int32_t)z->v;
+    p->m = (int32_t)pb->m;
+    p->group = (int32_t)(pb->group ? pb->group : pb->pp);
+    p->delta = (int32_t)(pb->extra_warmup >= 0 ? pb->extra_warmup : 1);
+    p->split = pb->split_bwd;
+    p->pb = pb;
+}
+
+/* The IR with room for the family's actions, its placement and its paths: one through every
+ * stage, or, with two model copies, copy 0 (stages 0..p-1) for the first half of the
+ * micro-batches and copy 1 (stages p..2p-1, stage p+s on rank p-1-s) for the rest. */
+static int lay_out(ps_schedule *s, const ps__family *f, int family, const ps__params *p,
+                   const gen_size *z)
+{
+    int rc = ps__schedule_alloc(s, p->p, (int32_t)z->nstages, p->m, z->copies, NULL,
+                                (int64_t)p->v * p->m * f->units, (int32_t)z->nstages);
+    if (rc)
+        return rc;
+    s->family = family;
+    s->placement = f->placement;
+    s->param_copies = z->copies;
+    s->group = (p->v > 1 && (f->options & PS__OPT_GROUP)) ? p->group : 0;
+    for (int32_t i = 0; i < s->nstages; i++)
+        s->stage_rank[i] = place_stage(f->placement, i, p->p);
+    if (z->copies == 1) {
+        ps__schedule_single_path(s);
+        return 0;
+    }
+    for (int32_t i = 0; i < s->nstages; i++)
+        s->path_stages[i] = i;
+    s->path_off[0] = 0;
+    s->path_off[1] = p->p;
+    s->path_off[2] = 2 * p->p;
+    s->path_len[0] = s->path_len[1] = p->p;
+    s->path_mb0[0] = 0;
+    s->path_mbn[0] = p->m / 2;
+    s->path_mb0[1] = p->m / 2;
+    s->path_mbn[1] = p->m - p->m / 2;
+    ps__schedule_index_paths(s);
+    return 0;
+}
+
+/*
+ * Runs the family's generator on the laid-out IR. A generator fails for want of memory, or
+ * because its program broke one of its own invariants: a bug, reported as PS_EINVALID with
+ * what broke (the generator's message in s->err) rather than aborting, so that the library
+ * keeps its promise never to abort. Either way s is left empty.
+ */
+static int run_generator(ps_schedule *s, const ps__family *f, const ps__params *p)
+{
+    s->err[0] = 0;
+    int rc = f->generate(s, p);
+    if (!rc) {
+        s->err[0] = 0;
+        return 0;
+    }
+    char why[PS__ERRLEN];
+    memcpy(why, s->err, sizeof why);
+    ps__schedule_clear(s);
+    if (rc == PS_EINVALID && why[0])
+        return ps__seterr(s->err, rc, "%s: %s", f->name, why);
+    return ps__seterr(s->err, rc, "%s: %s while generating", f->name, ps_strerror(rc));
+}
+
+int ps_schedule_generate(ps_schedule *s, const ps_problem *pb)
+{
+    if (!s)
+        return PS_EINVAL;
+    if (!pb)
+        return ps__seterr(s->err, PS_EINVAL, "no problem given");
+    const ps__family *f = &ps__families[pb->family];
+    gen_size z = {0, 0, 1};
+    int rc = check_limits(s, f, pb, &z);
+    if (rc)
+        return rc;
+    rc = check_options(s, f, pb);
+    if (rc)
+        return rc;
+    rc = check_stage_tables(s, f, pb, &z);
+    if (rc)
+        return rc;
+    ps__params p;
+    fill_params(&p, pb, &z);
+    if (f->check(&p, s->err))
+        return PS_EUNSUPPORTED;
+    rc = lay_out(s, f, pb->family, &p, &z);
+    if (rc)
+        return rc;
+    return run_generator(s, f, &p);
 }
