@@ -35,11 +35,14 @@
  * the registry row states the same. With F&B = f+b+w the published bubble (p/2-1)(F&B+b+w-3w)
  * holds when f = b and w <= b (the general form for other ratios is in tests/test-sweep.c);
  * rank 0's activations peak at p+1 (tests/test-sweep.c, tests/test-fused.c).
+ *
+ * The program's own invariants (step 4 runs, every W finds its I, each phase runs C forwards
+ * and C backwards) hold by construction under the registry's check. They are checked anyway:
+ * a broken one is PS_EINVALID with a message naming it, never an abort.
  * SPDX-License-Identifier: MIT
  */
 #include "schedules.h"
 
-#include <assert.h>
 #include <stdio.h>
 
 /* The rank's running state: next forward and backward per phase, the FIFO cursor. */
@@ -48,7 +51,8 @@ typedef struct dual_state {
     const ps__dual_rank *d;
     int32_t r;
     int32_t f[2], b[2];
-    int64_t wcur; /* list index from which to look for the oldest I without its W */
+    int64_t wcur;   /* list index from which to look for the oldest I without its W */
+    int empty_pops; /* Ws asked for with no I left to take (0 by construction) */
 } dual_state;
 
 static void fwd(dual_state *st, int k)
@@ -68,25 +72,51 @@ static void fused(dual_state *st, int fk, int bk)
                 d->mb0[bk] + st->b[bk]++);
 }
 
-/* W: the weight gradient of the oldest I on the rank's list not yet followed by its W. */
+/* W: the weight gradient of the oldest I on the rank's list not yet followed by its W. The
+ * program never pops an empty queue; if it did, the W is left out and counted, and
+ * ps__dual_emit() reports it once the rank is done. */
 static void weight(dual_state *st)
 {
     const ps_action *a = st->s->acts + st->s->off[st->r];
     int64_t n = st->s->len[st->r];
     while (st->wcur < n && a[st->wcur].kind != PS_I)
         st->wcur++;
-    assert(st->wcur < n); /* the program never pops an empty queue */
+    if (st->wcur == n) {
+        st->empty_pops++;
+        return;
+    }
     ps__emit(st->s, st->r, PS_W, a[st->wcur].stage, a[st->wcur].mb);
     st->wcur++;
 }
 
-void ps__dual_emit(ps_schedule *s, int32_t r, const ps__dual_rank *d)
+/* The program's invariants after the rank's list is written (see the comment at the top). */
+static int check_rank(const dual_state *st)
 {
-    dual_state st = {s, d, r, {0, 0}, {0, 0}, s->len[r]};
+    const ps__dual_rank *d = st->d;
+    if (st->empty_pops)
+        return ps__seterr(st->s->err, PS_EINVALID,
+                          "internal invariant broken on rank %d: %d W found no I whose weight "
+                          "gradient it could run (H=%d, h=%d, C=%d)",
+                          st->r, st->empty_pops, d->H, d->h, d->C);
+    if (st->f[0] != d->C || st->f[1] != d->C || st->b[0] != d->C || st->b[1] != d->C)
+        return ps__seterr(st->s->err, PS_EINVALID,
+                          "internal invariant broken on rank %d: phases 0 and 1 ran %d and %d "
+                          "forwards, %d and %d backwards, not C=%d each (H=%d, h=%d)",
+                          st->r, st->f[0], st->f[1], st->b[0], st->b[1], d->C, d->H, d->h);
+    return 0;
+}
+
+int ps__dual_emit(ps_schedule *s, int32_t r, const ps__dual_rank *d)
+{
+    dual_state st = {s, d, r, {0, 0}, {0, 0}, s->len[r], 0};
     int32_t H = d->H, h = d->h;
     int32_t side = H - h - 1; /* steps 1, 3, 5 and 7 run on the ranks off the middle */
     int64_t steady = (int64_t)d->C - 2 * H + h + 1;
-    assert(steady >= 1);
+    if (steady < 1)
+        return ps__seterr(s->err, PS_EINVALID,
+                          "internal invariant broken on rank %d: step 4 would run C-2H+h+1 = "
+                          "%lld times, not at least once (H=%d, h=%d, C=%d)",
+                          r, (long long)steady, H, h, d->C);
     for (int32_t i = 0; i < 2 * side; i++)
         fwd(&st, 0);
     for (int32_t i = 0; i <= h; i++) {
@@ -126,7 +156,7 @@ void ps__dual_emit(ps_schedule *s, int32_t r, const ps__dual_rank *d)
     }
     for (int32_t i = 0; i <= h; i++)
         weight(&st);
-    assert(st.f[0] == d->C && st.f[1] == d->C && st.b[0] == d->C && st.b[1] == d->C);
+    return check_rank(&st);
 }
 
 int ps__dualpipe_check(const ps__params *p, char *why)
@@ -156,7 +186,9 @@ int ps__dualpipe_generate(ps_schedule *s, const ps__params *p)
         d.stage[1] = first ? st1 : st0;
         d.mb0[0] = first ? 0 : d.C;
         d.mb0[1] = first ? d.C : 0;
-        ps__dual_emit(s, r, &d);
+        int rc = ps__dual_emit(s, r, &d);
+        if (rc)
+            return rc;
     }
     return 0;
 }

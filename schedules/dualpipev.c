@@ -32,9 +32,10 @@ int ps__dualpipev_check(const ps__params *p, char *why)
 
 int ps__dualpipev_generate(ps_schedule *s, const ps__params *p)
 {
-    for (int32_t r = 0; r < p->p; r++) {
+    int rc = 0;
+    for (int32_t r = 0; r < p->p && !rc; r++) {
         ps__dual_rank d = {p->p, r, p->m, {r, 2 * p->p - 1 - r}, {0, 0}};
-        ps__dual_emit(s, r, &d);
+        rc = ps__dual_emit(s, r, &d);
     }
-    return 0;
+    return rc;
 }

@@ -122,13 +122,15 @@ void ps__zb_h_emit(ps_schedule *s, const ps__params *p, int32_t c);
  * One rank of DualPipe's 8-step program (dualpipe.c), shared by DualPipe and DualPipeV. The
  * program's rank count H and half rank h (the rank's position among them, h = H-1 being the
  * middle), C micro-batches per phase; phase k runs stage[k] on micro-batches mb0[k] ..
- * mb0[k] + C - 1, in order. Needs C >= 2H - h. Appends to rank's list.
+ * mb0[k] + C - 1, in order. Needs 0 <= h < H and C >= 2H - h. Appends to rank's list.
+ * Returns 0, or PS_EINVALID with the broken invariant of the program in s->err (a bug: the
+ * families' checks admit no other parameters).
  */
 typedef struct ps__dual_rank {
     int32_t H, h, C;
     int32_t stage[2], mb0[2];
 } ps__dual_rank;
 
-void ps__dual_emit(ps_schedule *s, int32_t rank, const ps__dual_rank *d);
+int ps__dual_emit(ps_schedule *s, int32_t rank, const ps__dual_rank *d);
 
 #endif

@@ -8,6 +8,8 @@
  */
 #include "common.h"
 
+#include "../schedules/schedules.h" /* ps__dual_emit and the generators, for their invariants */
+
 #include <math.h>
 #include <stdio.h>
 
@@ -572,6 +574,74 @@ START_TEST(fused_alloc_failure)
 }
 END_TEST
 
+/* ---- the 8-step program's invariants: reported, never aborted --------------------------- */
+
+/* An IR laid out by generating family on pp ranks and m micro-batches, its lists emptied. */
+static ps_schedule *empty_ir(const char *fam, int pp, int v, int m)
+{
+    ps_problem *pb = problem(fam, pp, v, m, 1, 1, 1, -1, -1, 0);
+    ps_schedule *s = generate(pb);
+    ps_problem_free(pb);
+    for (int32_t r = 0; r < s->pp; r++)
+        s->len[r] = 0;
+    return s;
+}
+
+/* Rank descriptions the families' checks never produce, each breaking one invariant of
+ * ps__dual_emit (counts worked from the steps in dualpipe.c's comment). */
+START_TEST(fused_dual_invariants)
+{
+    static const struct {
+        ps__dual_rank d;
+        const char *msg;
+    } cases[] = {
+        /* C-2H+h+1 = 1-4+0+1: the steady step would not run */
+        {{2, 0, 1, {0, 7}, {0, 1}},
+         "internal invariant broken on rank 0: step 4 would run C-2H+h+1 = -2 times, not at "
+         "least once (H=2, h=0, C=1)"},
+        /* h = -1: step 6 makes no I, so step 7's first W has none to take */
+        {{2, -1, 5, {0, 7}, {0, 5}},
+         "internal invariant broken on rank 0: 1 W found no I whose weight gradient it could run "
+         "(H=2, h=-1, C=5)"},
+        /* h = H: steps 2, 4 and 6 run h+1 + C-2H+h+1 = 10 of each, steps 1, 3, 5, 7 none */
+        {{2, 2, 8, {0, 7}, {0, 8}},
+         "internal invariant broken on rank 0: phases 0 and 1 ran 10 and 10 forwards, 10 and 10 "
+         "backwards, not C=8 each (H=2, h=2)"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ps_schedule *s = empty_ir("dualpipe", 4, 1, 16); /* room for 48 actions per rank */
+        ck_assert_int_eq(ps__dual_emit(s, 0, &cases[k].d), PS_EINVALID);
+        ck_assert_str_eq(ps_schedule_last_error(s), cases[k].msg);
+        ps_schedule_free(s);
+    }
+}
+END_TEST
+
+/* Parameters that the checks refuse (m < 2 pp) reach the generators only by a bug; they then
+ * report the broken invariant instead of aborting. */
+START_TEST(fused_dual_generators_report)
+{
+    ps__params p = {4, 1, 4, 0, 1, 0, NULL};
+    char why[PS__ERRLEN];
+    ck_assert_int_ne(ps__dualpipe_check(&p, why), 0);
+    ps_schedule *s = empty_ir("dualpipe", 4, 1, 16);
+    ck_assert_int_eq(ps__dualpipe_generate(s, &p), PS_EINVALID);
+    ck_assert_str_eq(ps_schedule_last_error(s),
+                     "internal invariant broken on rank 0: step 4 would run C-2H+h+1 = -1 times, "
+                     "not at least once (H=2, h=0, C=2)");
+    ps_schedule_free(s);
+
+    p.v = 2;
+    ck_assert_int_ne(ps__dualpipev_check(&p, why), 0);
+    s = empty_ir("dualpipev", 4, 2, 16);
+    ck_assert_int_eq(ps__dualpipev_generate(s, &p), PS_EINVALID);
+    ck_assert_str_eq(ps_schedule_last_error(s),
+                     "internal invariant broken on rank 0: step 4 would run C-2H+h+1 = -3 times, "
+                     "not at least once (H=4, h=0, C=4)");
+    ps_schedule_free(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("fused");
@@ -593,5 +663,9 @@ int main(void)
     tcase_add_test(misc, fused_errors);
     tcase_add_test(misc, fused_alloc_failure);
     suite_add_tcase(su, misc);
+    TCase *inv = tcase_create("dualpipe_invariants");
+    tcase_add_test(inv, fused_dual_invariants);
+    tcase_add_test(inv, fused_dual_generators_report);
+    suite_add_tcase(su, inv);
     return run_suite(su);
 }
