@@ -361,6 +361,35 @@ START_TEST(schedule_costs_string)
 }
 END_TEST
 
+/* Each per-stage table is checked against the stages the family makes (two model copies:
+ * 2 pp), memory first; one entry is "entry". */
+START_TEST(schedule_stage_tables_must_match)
+{
+    const ps_stage_mem one[1] = {{1, -0.5, -0.5}};
+    const ps_stage_cost two[2] = {{1, 1, 1}, {1, 1, 1}};
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+
+    ps_problem *pb = make_problem("1f1b", 2, 1, 4, 1, 1, 1, 0);
+    ck_assert_int_eq(ps_problem_set_stage_memory(pb, one, 1), 0);
+    ck_assert_int_eq(ps_problem_set_stage_costs(pb, two, 2), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), PS_ECONFIG);
+    ck_assert_str_eq(ps_schedule_last_error(s),
+                     "stage_memory has 1 entry but 1f1b with pp=2, vpp=1 has 2 stages");
+    ck_assert_int_eq(ps_problem_set_stage_memory(pb, NULL, 0), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0); /* two costs for two stages */
+    ps_problem_free(pb);
+
+    pb = make_problem("dualpipe", 2, 1, 4, 1, 1, 1, 0);
+    ck_assert_int_eq(ps_problem_set_stage_costs(pb, two, 2), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), PS_ECONFIG);
+    ck_assert_str_eq(ps_schedule_last_error(s),
+                     "stage_costs has 2 entries but dualpipe with pp=2, vpp=1 has 4 stages");
+    ps_problem_free(pb);
+    ps_schedule_free(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("schedule");
@@ -379,6 +408,9 @@ int main(void)
     tcase_add_test(tc, schedule_null_arguments);
     tcase_add_test(tc, schedule_costs_string);
     tcase_add_test(tc, schedule_path_neighbors);
+    suite_add_tcase(su, tc);
+    tc = tcase_create("stage_tables");
+    tcase_add_test(tc, schedule_stage_tables_must_match);
     suite_add_tcase(su, tc);
     return run_suite(su);
 }

@@ -253,6 +253,41 @@ START_TEST(sim_stale_after_regeneration)
 }
 END_TEST
 
+/* A problem's per-stage tables must have one entry per stage of the schedule simulated (not
+ * of the schedule it would generate): costs first, then memory; the run keeps no timeline. */
+START_TEST(sim_stage_tables_must_match)
+{
+    ps_problem *pb = make_problem("1f1b", 2, 1, 4, 1, 1, 1, 0);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ck_assert_int_eq(ps_schedule_validate(s), 0);
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+
+    const ps_stage_cost three[3] = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}};
+    const ps_stage_mem one[1] = {{1, -0.5, -0.5}};
+    ck_assert_int_eq(ps_problem_set_stage_costs(pb, three, 3), 0);
+    ck_assert_int_eq(ps_problem_set_stage_memory(pb, one, 1), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), PS_ECONFIG);
+    ck_assert_str_eq(ps_sim_last_error(sim),
+                     "stage_costs has 3 entries but the schedule has 2 stages");
+    ps_metrics m;
+    ck_assert_int_eq(ps_sim_metrics(sim, &m), PS_ESTATE);
+    ck_assert_int_eq(ps_problem_set_stage_costs(pb, NULL, 0), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), PS_ECONFIG);
+    ck_assert_str_eq(ps_sim_last_error(sim),
+                     "stage_memory has 1 entry but the schedule has 2 stages");
+    ck_assert_int_eq(ps_problem_set_stage_memory(pb, NULL, 0), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ck_assert_int_eq(ps_sim_metrics(sim, &m), 0);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sim");
@@ -267,6 +302,9 @@ int main(void)
     suite_add_tcase(su, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, sim_errors);
+    suite_add_tcase(su, tc);
+    tc = tcase_create("stage_tables");
+    tcase_add_test(tc, sim_stage_tables_must_match);
     suite_add_tcase(su, tc);
     return run_suite(su);
 }
