@@ -1,0 +1,108 @@
+/*
+ * The communication-overlap planner: its handle and the names its files share. Not installed.
+ *
+ * A step of one device runs the sub-operations (ps_op) of a forward chunk and/or a backward
+ * chunk on two streams, compute and communication. The planner turns the step into a small
+ * DAG of operations, chooses an order for each stream, and times the orders. One file per job:
+ *
+ *   plan.c        the handle, its memory, the public entry points, the results and stats;
+ *   graph.c       the operation DAG of a forward chunk, a backward chunk, or a fused pair;
+ *   list_sched.c  the two-stream timing of orders, and the greedy list scheduler on top of it;
+ *   order.c       the orders that are not searched: natural, MindSpeed, Megatron, serial;
+ *   search.c      the choice per method: every candidate order, the best kept, local search;
+ *   stage.c       the model's layers over the model stages, and the per-stage F/I/W costs.
+ *
+ * Everything lives in flat arrays on the handle, sized for the largest step planned so far:
+ * the simulator plans thousands of steps per iteration, so a plan allocates nothing once the
+ * handle has grown. The operations of a step are nodes in creation order, which is a
+ * topological order; an order of a stream is an array of node ids.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PS_PLANNER_H
+#define PS_PLANNER_H
+
+#include "internal.h"
+
+/* At most two predecessors from the layer's chain plus one extra edge (see graph.c). */
+#define PS__PLAN_MAXDEP 3
+
+/* One operation of the step. */
+typedef struct ps__plan_node {
+    uint8_t op, stream, part, dense;
+    int32_t layer;
+    double dur;
+    int32_t dep[PS__PLAN_MAXDEP];
+    int32_t ndep;
+    int32_t xdep;  /* extra edge of a fixed order (Megatron), -1 = none */
+    uint8_t feeds; /* some successor runs on the communication stream */
+    double prio;   /* longest path from this operation's start to the end */
+} ps__plan_node;
+
+struct ps_plan {
+    ps_allocator al;
+    ps__plan_node *n;
+    size_t nn, ncap;
+    /* Working orders (ord, len) and the best orders found (best); the times of the working
+     * orders (st, en) and of the best (bst, ben); finished flags (fin). All ncap long; len[s]
+     * is the length of stream s's order in ord and best alike. tmp is allocated but unused. */
+    int32_t *ord[2], *best[2], *tmp[2];
+    size_t len[2];
+    double *st, *en, *bst, *ben;
+    uint8_t *fin;
+    /* (part, layer in chunk, op) -> node id, for the fixed orders: idx[part] has
+     * nl[part] * PS_OP_COUNT entries in use. */
+    int32_t *idx[2];
+    size_t idxcap[2];
+    /* Layer count and first model layer of the forward (0) and backward (1) chunk. */
+    int32_t nl[2], l0[2];
+    double slowdown;
+    /* The result: the operations in start order, and the stats of the best plan. */
+    ps_plan_op *ops;
+    size_t nops, opscap;
+    ps_plan_stats stats;
+    int have;
+    char err[PS__ERRLEN];
+};
+
+/* ---- plan.c --------------------------------------------------------------------------------- */
+
+/* All-to-all time (and p2p time) not covered by compute, from the times st/en of the orders
+ * o[0] (compute) and o[1] (communication) of lengths len[]. */
+void ps__plan_exposure(const ps_plan *pl, int32_t *const o[2], const size_t len[2],
+                       const double *st, const double *en, ps_plan_stats *out);
+
+/* ---- graph.c -------------------------------------------------------------------------------- */
+
+/* Builds the DAG of the forward of layers [fl0, fl0+fn) and the backward (bkind PS_B, PS_I or
+ * PS_W) of layers [bl0, bl0+bn) into pl (fn or bn 0: that part is absent), with priorities
+ * and successor flags. pl must have room (plan.c reserves it) and nl/l0 set. */
+void ps__graph_build(ps_plan *pl, const ps_moe_model *m, int32_t fl0, int32_t fn, int bkind,
+                     int32_t bl0, int32_t bn);
+
+/* ---- list_sched.c --------------------------------------------------------------------------- */
+
+/* Times the working orders into st/en; use_x: honour the fixed order's extra edges. Returns
+ * the makespan, or -1 when the orders contradict the dependencies. */
+double ps__list_sched_time(ps_plan *pl, int use_x);
+/* Reorders the working orders into a list schedule (whenever a stream is free it takes the
+ * ready operation of highest priority; prefer_feed: operations feeding the communication
+ * stream first) and times it. Returns the makespan, or -1 when it gets stuck. */
+double ps__list_sched_build(ps_plan *pl, int prefer_feed);
+
+/* ---- order.c -------------------------------------------------------------------------------- */
+
+/* The natural order: node ids split by stream. */
+void ps__order_natural(ps_plan *pl);
+/* MindSpeed's (megatron 0) or Megatron's (megatron 1) fused order into the working orders;
+ * Megatron's also sets the extra edges (xdep) of its program order. */
+void ps__order_fused(ps_plan *pl, int megatron);
+/* The serial plan, straight into the best orders and times. */
+void ps__order_serial(ps_plan *pl);
+
+/* ---- search.c ------------------------------------------------------------------------------- */
+
+/* Chooses the best orders for method (not SERIAL) into best/bst/ben. PS_EINVAL when no
+ * candidate order is feasible (which the natural order rules out). */
+int ps__search_orders(ps_plan *pl, int method);
+
+#endif /* PS_PLANNER_H */
