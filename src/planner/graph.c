@@ -16,11 +16,17 @@
  */
 #include "planner.h"
 
+/* The nodes a following operation depends on (n of them, at most two). */
 typedef struct ends {
     int32_t id[2];
     int n;
 } ends;
 
+/*
+ * Adds operation op of layer li (within the part's chunk) depending on the nodes in `in` and
+ * on `extra` (-1: none); records it in the (part, layer, op) index. Returns its id, or -1
+ * without adding anything when the operation takes no time.
+ */
 static int32_t add(ps_plan *pl, int op, int part, int32_t li, int dense, double dur, const ends *in,
                    int32_t extra)
 {
@@ -45,7 +51,7 @@ static int32_t add(ps_plan *pl, int op, int part, int32_t li, int dense, double 
     return k;
 }
 
-/* ends holding one id (or none when id < 0, then the previous ends carry on). */
+/* Ends holding one id, or the previous ends when id < 0 (the operation was skipped). */
 static ends one(int32_t id, const ends *otherwise)
 {
     if (id < 0)
@@ -54,28 +60,68 @@ static ends one(int32_t id, const ends *otherwise)
     return e;
 }
 
+/* Forward layer i after `in`: attention, then the shared expert beside dispatch -> experts ->
+ * combine. Returns what the next layer waits on: combine (or, when it takes no time, its own
+ * inputs) and the shared expert. */
+static ends forward_layer(ps_plan *pl, int32_t i, int dense, const double *t, const ends *in)
+{
+    ends a = one(add(pl, PS_OP_ATTN, 0, i, dense, t[PS_OP_ATTN], in, -1), in);
+    int32_t sh = add(pl, PS_OP_SHARED, 0, i, dense, t[PS_OP_SHARED], &a, -1);
+    ends d = one(add(pl, PS_OP_DISPATCH, 0, i, dense, t[PS_OP_DISPATCH], &a, -1), &a);
+    ends x = one(add(pl, PS_OP_MLP, 0, i, dense, t[PS_OP_MLP], &d, -1), &d);
+    ends c = one(add(pl, PS_OP_COMBINE, 0, i, dense, t[PS_OP_COMBINE], &x, -1), &x);
+    if (sh >= 0 && !(c.n == 1 && c.id[0] == sh) && c.n < 2)
+        c.id[c.n++] = sh;
+    return c;
+}
+
 static void build_forward(ps_plan *pl, const ps_moe_model *m, int32_t l0, int32_t nl)
 {
     ends in = {{-1, -1}, 0};
     for (int32_t i = 0; i < nl; i++) {
         int dense = l0 + i < m->dense_layers;
-        const double *t = dense ? m->dense.t : m->moe.t;
-        ends a = one(add(pl, PS_OP_ATTN, 0, i, dense, t[PS_OP_ATTN], &in, -1), &in);
-        int32_t sh = add(pl, PS_OP_SHARED, 0, i, dense, t[PS_OP_SHARED], &a, -1);
-        ends d = one(add(pl, PS_OP_DISPATCH, 0, i, dense, t[PS_OP_DISPATCH], &a, -1), &a);
-        ends x = one(add(pl, PS_OP_MLP, 0, i, dense, t[PS_OP_MLP], &d, -1), &d);
-        ends c = one(add(pl, PS_OP_COMBINE, 0, i, dense, t[PS_OP_COMBINE], &x, -1), &x);
-        in = c;
-        if (sh >= 0 && !(c.n == 1 && c.id[0] == sh)) {
-            if (in.n < 2)
-                in.id[in.n++] = sh;
-        }
+        in = forward_layer(pl, i, dense, dense ? m->dense.t : m->moe.t, &in);
     }
-    if (m->p2p > 0) {
-        int32_t li = nl > 0 ? nl - 1 : 0;
-        int32_t k = add(pl, PS_OP_P2P, 0, li, 0, m->p2p, &in, -1);
-        (void)k;
+    if (m->p2p > 0)
+        add(pl, PS_OP_P2P, 0, nl > 0 ? nl - 1 : 0, 0, m->p2p, &in, -1);
+}
+
+/*
+ * Backward layer i after `in` (the output gradient): combine_b (and the re-dispatch) ->
+ * expert dX -> dispatch_b -> attention dX, with the shared expert's dX beside them; with_dw
+ * adds the weight gradients after their dX. Returns what the next layer waits on: attention
+ * dX, or, when it takes no time, its own inputs (dispatch_b's ends and the shared dX).
+ */
+static ends backward_layer(ps_plan *pl, int32_t i, int dense, const double *t, const ends *in,
+                           int with_dw)
+{
+    ends cb = one(add(pl, PS_OP_COMBINE_B, 1, i, dense, t[PS_OP_COMBINE_B], in, -1), in);
+    int32_t rd = add(pl, PS_OP_REDISPATCH, 1, i, dense, t[PS_OP_REDISPATCH], in, -1);
+    int32_t sdx = add(pl, PS_OP_SHARED_DX, 1, i, dense, t[PS_OP_SHARED_DX], in, -1);
+    ends mdx = one(add(pl, PS_OP_MLP_DX, 1, i, dense, t[PS_OP_MLP_DX], &cb, rd), &cb);
+    if (mdx.n == cb.n && mdx.id[0] == cb.id[0] && rd >= 0 && mdx.n < 2)
+        mdx.id[mdx.n++] = rd; /* no expert dX: the re-dispatch still precedes dispatch_b */
+    ends db = one(add(pl, PS_OP_DISPATCH_B, 1, i, dense, t[PS_OP_DISPATCH_B], &mdx, -1), &mdx);
+    if (with_dw) {
+        ends w = one(pl->idx[1][(size_t)i * PS_OP_COUNT + PS_OP_MLP_DX], &cb);
+        add(pl, PS_OP_MLP_DW, 1, i, dense, t[PS_OP_MLP_DW], &w, -1);
+        ends s = one(sdx, in);
+        add(pl, PS_OP_SHARED_DW, 1, i, dense, t[PS_OP_SHARED_DW], &s, -1);
     }
+    ends adx = one(add(pl, PS_OP_ATTN_DX, 1, i, dense, t[PS_OP_ATTN_DX], &db, sdx), &db);
+    if (adx.n == db.n && adx.id[0] == db.id[0] && sdx >= 0 && adx.n < 2)
+        adx.id[adx.n++] = sdx;
+    if (with_dw)
+        add(pl, PS_OP_ATTN_DW, 1, i, dense, t[PS_OP_ATTN_DW], &adx, -1);
+    return adx;
+}
+
+/* The weight gradients of layer i alone (a W): no dependencies inside the step. */
+static void weight_layer(ps_plan *pl, int32_t i, int dense, const double *t)
+{
+    add(pl, PS_OP_MLP_DW, 1, i, dense, t[PS_OP_MLP_DW], NULL, -1);
+    add(pl, PS_OP_SHARED_DW, 1, i, dense, t[PS_OP_SHARED_DW], NULL, -1);
+    add(pl, PS_OP_ATTN_DW, 1, i, dense, t[PS_OP_ATTN_DW], NULL, -1);
 }
 
 /* The backward of layers l0 .. l0+nl-1 in reverse; bkind PS_B, PS_I or PS_W. */
@@ -85,33 +131,10 @@ static void build_backward(ps_plan *pl, const ps_moe_model *m, int32_t l0, int32
     for (int32_t i = nl - 1; i >= 0; i--) {
         int dense = l0 + i < m->dense_layers;
         const double *t = dense ? m->dense.t : m->moe.t;
-        if (bkind == PS_W) {
-            add(pl, PS_OP_MLP_DW, 1, i, dense, t[PS_OP_MLP_DW], NULL, -1);
-            add(pl, PS_OP_SHARED_DW, 1, i, dense, t[PS_OP_SHARED_DW], NULL, -1);
-            add(pl, PS_OP_ATTN_DW, 1, i, dense, t[PS_OP_ATTN_DW], NULL, -1);
-            continue;
-        }
-        ends cb = one(add(pl, PS_OP_COMBINE_B, 1, i, dense, t[PS_OP_COMBINE_B], &in, -1), &in);
-        int32_t rd = add(pl, PS_OP_REDISPATCH, 1, i, dense, t[PS_OP_REDISPATCH], &in, -1);
-        int32_t sdx = add(pl, PS_OP_SHARED_DX, 1, i, dense, t[PS_OP_SHARED_DX], &in, -1);
-        ends mdx = one(add(pl, PS_OP_MLP_DX, 1, i, dense, t[PS_OP_MLP_DX], &cb, rd), &cb);
-        if (mdx.n == cb.n && mdx.id[0] == cb.id[0] && rd >= 0 && mdx.n < 2)
-            mdx.id[mdx.n++] = rd; /* no expert dX: the re-dispatch still precedes dispatch_b */
-        ends db = one(add(pl, PS_OP_DISPATCH_B, 1, i, dense, t[PS_OP_DISPATCH_B], &mdx, -1), &mdx);
-        int32_t wdw = -1, sdw = -1;
-        if (bkind == PS_B) {
-            ends w = one(pl->idx[1][(size_t)i * PS_OP_COUNT + PS_OP_MLP_DX], &cb);
-            wdw = add(pl, PS_OP_MLP_DW, 1, i, dense, t[PS_OP_MLP_DW], &w, -1);
-            ends s = one(sdx, &in);
-            sdw = add(pl, PS_OP_SHARED_DW, 1, i, dense, t[PS_OP_SHARED_DW], &s, -1);
-        }
-        (void)wdw, (void)sdw;
-        ends adx = one(add(pl, PS_OP_ATTN_DX, 1, i, dense, t[PS_OP_ATTN_DX], &db, sdx), &db);
-        if (adx.n == db.n && adx.id[0] == db.id[0] && sdx >= 0 && adx.n < 2)
-            adx.id[adx.n++] = sdx;
-        if (bkind == PS_B)
-            add(pl, PS_OP_ATTN_DW, 1, i, dense, t[PS_OP_ATTN_DW], &adx, -1);
-        in = adx;
+        if (bkind == PS_W)
+            weight_layer(pl, i, dense, t);
+        else
+            in = backward_layer(pl, i, dense, t, &in, bkind == PS_B);
     }
     if (m->p2p > 0 && bkind != PS_W)
         add(pl, PS_OP_P2P, 1, 0, 0, m->p2p, &in, -1);

@@ -5,7 +5,7 @@
  *
  * The fused orders pair forward layer q with the q-th backward layer processed (layer nl-1-q
  * of the backward chunk) and give, per pair, the program order of the reference
- * implementation:
+ * implementation, written as a table so that it reads as the reference does:
  *
  *   MINDSPEED  (adaptive_pipe.md 4.3) compute attn(F), shared(F), shared_dx(B), mlp_dx(B),
  *              mlp_dw(B), shared_dw(B), mlp(F), attn_dx(B), attn_dw(B); communication
@@ -22,6 +22,52 @@
 
 #include <string.h>
 
+/* One entry of a fused order: an operation of the forward (part 0) or backward (part 1)
+ * layer of the pair. */
+typedef struct slot {
+    uint8_t part, op;
+} slot;
+
+enum { FW = 0, BW = 1 };
+
+/* Per pair; each operation goes to its own stream's order. */
+static const slot mindspeed[] = {
+    /* communication */
+    {BW, PS_OP_COMBINE_B},
+    {BW, PS_OP_REDISPATCH},
+    {FW, PS_OP_DISPATCH},
+    {BW, PS_OP_DISPATCH_B},
+    {FW, PS_OP_COMBINE},
+    /* compute */
+    {FW, PS_OP_ATTN},
+    {FW, PS_OP_SHARED},
+    {BW, PS_OP_SHARED_DX},
+    {BW, PS_OP_MLP_DX},
+    {BW, PS_OP_MLP_DW},
+    {BW, PS_OP_SHARED_DW},
+    {FW, PS_OP_MLP},
+    {BW, PS_OP_ATTN_DX},
+    {BW, PS_OP_ATTN_DW}};
+static const slot megatron_1f1b[] = {
+    /* communication */
+    {BW, PS_OP_COMBINE_B},
+    {BW, PS_OP_REDISPATCH},
+    {FW, PS_OP_DISPATCH},
+    {BW, PS_OP_DISPATCH_B},
+    {FW, PS_OP_COMBINE},
+    /* compute */
+    {FW, PS_OP_ATTN},
+    {BW, PS_OP_MLP_DX},
+    {BW, PS_OP_SHARED_DX},
+    {BW, PS_OP_MLP_DW},
+    {BW, PS_OP_SHARED_DW},
+    {FW, PS_OP_MLP},
+    {FW, PS_OP_SHARED},
+    {BW, PS_OP_ATTN_DX},
+    {BW, PS_OP_ATTN_DW}};
+
+#define LEN(a) (sizeof(a) / sizeof((a)[0]))
+
 void ps__order_natural(ps_plan *pl)
 {
     pl->len[0] = pl->len[1] = 0;
@@ -31,6 +77,7 @@ void ps__order_natural(ps_plan *pl)
     }
 }
 
+/* Appends operation op of layer li of part to its stream's order, when that node exists. */
 static void push(ps_plan *pl, int part, int32_t li, int op)
 {
     if (li < 0 || li >= pl->nl[part])
@@ -42,47 +89,10 @@ static void push(ps_plan *pl, int part, int32_t li, int op)
     pl->ord[s][pl->len[s]++] = k;
 }
 
-/*
- * A fixed fused order: forward layer q paired with the q-th backward layer processed (layer
- * nl-1-q of the backward chunk); leftover layers of the longer chunk follow in their own order.
- */
-void ps__order_fused(ps_plan *pl, int megatron)
+/* Megatron issues dispatch_b after the expert dW (its program order); MindSpeed does not. */
+static void set_dispatch_b_edges(ps_plan *pl, int megatron)
 {
-    pl->len[0] = pl->len[1] = 0;
-    int32_t nf = pl->nl[0], nb = pl->nl[1];
-    int32_t pairs = nf > nb ? nf : nb;
-    for (int32_t q = 0; q < pairs; q++) {
-        int32_t f = q < nf ? q : -1, b = q < nb ? nb - 1 - q : -1;
-        /* communication */
-        push(pl, 1, b, PS_OP_COMBINE_B);
-        push(pl, 1, b, PS_OP_REDISPATCH);
-        push(pl, 0, f, PS_OP_DISPATCH);
-        push(pl, 1, b, PS_OP_DISPATCH_B);
-        push(pl, 0, f, PS_OP_COMBINE);
-        /* compute */
-        push(pl, 0, f, PS_OP_ATTN);
-        if (!megatron) {
-            push(pl, 0, f, PS_OP_SHARED);
-            push(pl, 1, b, PS_OP_SHARED_DX);
-            push(pl, 1, b, PS_OP_MLP_DX);
-            push(pl, 1, b, PS_OP_MLP_DW);
-            push(pl, 1, b, PS_OP_SHARED_DW);
-            push(pl, 0, f, PS_OP_MLP);
-        } else {
-            push(pl, 1, b, PS_OP_MLP_DX);
-            push(pl, 1, b, PS_OP_SHARED_DX);
-            push(pl, 1, b, PS_OP_MLP_DW);
-            push(pl, 1, b, PS_OP_SHARED_DW);
-            push(pl, 0, f, PS_OP_MLP);
-            push(pl, 0, f, PS_OP_SHARED);
-        }
-        push(pl, 1, b, PS_OP_ATTN_DX);
-        push(pl, 1, b, PS_OP_ATTN_DW);
-    }
-    push(pl, 0, nf - 1, PS_OP_P2P);
-    push(pl, 1, 0, PS_OP_P2P);
-    /* Megatron issues dispatch_b after the expert dW (its program order). */
-    for (int32_t b = 0; b < nb; b++) {
+    for (int32_t b = 0; b < pl->nl[1]; b++) {
         int32_t db = pl->idx[1][(size_t)b * PS_OP_COUNT + PS_OP_DISPATCH_B];
         int32_t dw = pl->idx[1][(size_t)b * PS_OP_COUNT + PS_OP_MLP_DW];
         if (db >= 0)
@@ -90,7 +100,24 @@ void ps__order_fused(ps_plan *pl, int megatron)
     }
 }
 
-/* Serial plan: every operation after the previous one, forward part first. */
+void ps__order_fused(ps_plan *pl, int megatron)
+{
+    const slot *order = megatron ? megatron_1f1b : mindspeed;
+    size_t nslots = megatron ? LEN(megatron_1f1b) : LEN(mindspeed);
+    pl->len[0] = pl->len[1] = 0;
+    int32_t nf = pl->nl[0], nb = pl->nl[1];
+    int32_t pairs = nf > nb ? nf : nb;
+    for (int32_t q = 0; q < pairs; q++) {
+        int32_t layer[2] = {q < nf ? q : -1, q < nb ? nb - 1 - q : -1};
+        for (size_t i = 0; i < nslots; i++)
+            push(pl, order[i].part, layer[order[i].part], order[i].op);
+    }
+    push(pl, 0, nf - 1, PS_OP_P2P);
+    push(pl, 1, 0, PS_OP_P2P);
+    set_dispatch_b_edges(pl, megatron);
+}
+
+/* Every operation after the previous one, forward part first: no overlap at all. */
 void ps__order_serial(ps_plan *pl)
 {
     double t = 0;

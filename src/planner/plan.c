@@ -29,6 +29,7 @@ int ps_plan_new(ps_plan **out, const ps_allocator *alloc)
     return 0;
 }
 
+/* Frees the node array and the per-node arrays (all ncap long). */
 static void free_nodes(ps_plan *pl)
 {
     const ps_allocator *a = &pl->al;
@@ -68,8 +69,8 @@ const char *ps_plan_last_error(const ps_plan *pl)
     return pl ? pl->err : "invalid argument: NULL plan";
 }
 
-/* Makes room for n nodes (and the per-node arrays). */
-static int reserve(ps_plan *pl, size_t n)
+/* Makes room for n nodes (and the per-node arrays), doubling from 64. */
+static int reserve_nodes(ps_plan *pl, size_t n)
 {
     if (n <= pl->ncap)
         return 0;
@@ -97,6 +98,32 @@ static int reserve(ps_plan *pl, size_t n)
         free_nodes(pl);
         return PS_ENOMEM;
     }
+    return 0;
+}
+
+/* Room for a step of fn forward and bn backward layers, and an empty (part, layer, op) index
+ * for graph.c to fill. */
+static int reserve(ps_plan *pl, int32_t fn, int32_t bn)
+{
+    size_t need = (size_t)(fn + bn) * PS_OP_LAYER_COUNT + 2;
+    int rc = reserve_nodes(pl, need);
+    for (int p = 0; p < 2 && !rc; p++) {
+        size_t n = (size_t)(p ? bn : fn) * PS_OP_COUNT + PS_OP_COUNT;
+        if (n > pl->idxcap[p]) {
+            int32_t *x = ps__alloc(&pl->al, n, sizeof(int32_t));
+            if (!x) {
+                rc = PS_ENOMEM;
+                break;
+            }
+            ps__free(&pl->al, pl->idx[p], pl->idxcap[p], sizeof(int32_t));
+            pl->idx[p] = x;
+            pl->idxcap[p] = n;
+        }
+        for (size_t q = 0; q < n; q++)
+            pl->idx[p][q] = -1;
+    }
+    if (rc)
+        return ps__seterr(pl->err, rc, "out of memory for a plan of %zu operations", need);
     return 0;
 }
 
@@ -135,6 +162,7 @@ void ps__plan_exposure(const ps_plan *pl, int32_t *const o[2], const size_t len[
     out->p2p_exposed = p2p_exp > 0 ? p2p_exp : 0;
 }
 
+/* Start order; the compute stream first on ties. */
 static int cmp_op(const void *a, const void *b)
 {
     const ps_plan_op *x = a, *y = b;
@@ -145,42 +173,9 @@ static int cmp_op(const void *a, const void *b)
     return 0;
 }
 
-int ps__plan_layers(ps_plan *pl, const ps_moe_model *m, int method, int32_t fl0, int32_t fn,
-                    int bkind, int32_t bl0, int32_t bn)
+/* Publishes the best orders and times: the stats, and the operations in start order. */
+static int publish(ps_plan *pl)
 {
-    pl->have = 0;
-    pl->nn = 0;
-    pl->slowdown = m->slowdown;
-    if (fn < 0)
-        fn = 0;
-    if (bn < 0)
-        bn = 0;
-    size_t need = (size_t)(fn + bn) * PS_OP_LAYER_COUNT + 2;
-    int rc = reserve(pl, need);
-    for (int p = 0; p < 2 && !rc; p++) {
-        size_t n = (size_t)(p ? bn : fn) * PS_OP_COUNT + PS_OP_COUNT;
-        if (n > pl->idxcap[p]) {
-            int32_t *x = ps__alloc(&pl->al, n, sizeof(int32_t));
-            if (!x) {
-                rc = PS_ENOMEM;
-                break;
-            }
-            ps__free(&pl->al, pl->idx[p], pl->idxcap[p], sizeof(int32_t));
-            pl->idx[p] = x;
-            pl->idxcap[p] = n;
-        }
-        for (size_t q = 0; q < n; q++)
-            pl->idx[p][q] = -1;
-    }
-    if (rc)
-        return ps__seterr(pl->err, rc, "out of memory for a plan of %zu operations", need);
-    ps__graph_build(pl, m, fl0, fn, bkind, bl0, bn);
-    if (method == PS_PLANNER_SERIAL)
-        ps__order_serial(pl);
-    else if (ps__search_orders(pl, method)) /* cannot happen: the natural order is topological */
-        return ps__seterr(pl->err, PS_EINVAL, "no feasible order");
-
-    /* Results. */
     if (pl->nn > pl->opscap) {
         ps_plan_op *o = ps__alloc(&pl->al, pl->ncap, sizeof *o);
         if (!o)
@@ -211,17 +206,36 @@ int ps__plan_layers(ps_plan *pl, const ps_moe_model *m, int method, int32_t fl0,
     return 0;
 }
 
+int ps__plan_layers(ps_plan *pl, const ps_moe_model *m, int method, int32_t fl0, int32_t fn,
+                    int bkind, int32_t bl0, int32_t bn)
+{
+    pl->have = 0;
+    pl->nn = 0;
+    pl->slowdown = m->slowdown;
+    if (fn < 0)
+        fn = 0;
+    if (bn < 0)
+        bn = 0;
+    int rc = reserve(pl, fn, bn);
+    if (rc)
+        return rc;
+    ps__graph_build(pl, m, fl0, fn, bkind, bl0, bn);
+    if (method == PS_PLANNER_SERIAL)
+        ps__order_serial(pl);
+    else if (ps__search_orders(pl, method)) /* cannot happen: the natural order is topological */
+        return ps__seterr(pl->err, PS_EINVAL, "no feasible order");
+    return publish(pl);
+}
+
 const ps_plan_stats *ps__plan_stats(const ps_plan *pl)
 {
     return &pl->stats;
 }
 
-int ps_plan_step(ps_plan *pl, const ps_problem *pb, int method, int stages, int fstage, int bkind,
-                 int bstage)
+/* The checks of ps_plan_step()'s arguments, each with its message. */
+static int check_step(ps_plan *pl, const ps_problem *pb, int method, int stages, int fstage,
+                      int bkind, int bstage)
 {
-    if (!pl)
-        return PS_EINVAL;
-    pl->have = 0;
     if (!pb)
         return ps__seterr(pl->err, PS_EINVAL, "ps_plan_step needs a problem");
     if (!pb->has_moe)
@@ -241,7 +255,16 @@ int ps_plan_step(ps_plan *pl, const ps_problem *pb, int method, int stages, int 
         return ps__seterr(pl->err, PS_EINVAL, "the backward kind must be B, I or W; got %d", bkind);
     if (fstage >= 0 && bstage >= 0 && bkind == PS_W)
         return ps__seterr(pl->err, PS_EINVAL, "a W cannot be fused with a forward");
-    int rc = ps__check_stage_layers(pb, stages, pl->err);
+    return ps__check_stage_layers(pb, stages, pl->err);
+}
+
+int ps_plan_step(ps_plan *pl, const ps_problem *pb, int method, int stages, int fstage, int bkind,
+                 int bstage)
+{
+    if (!pl)
+        return PS_EINVAL;
+    pl->have = 0;
+    int rc = check_step(pl, pb, method, stages, fstage, bkind, bstage);
     if (rc)
         return rc;
     int32_t fl0 = 0, fn = 0, bl0 = 0, bn = 0;

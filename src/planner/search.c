@@ -25,6 +25,11 @@
 #define SEARCH_WINDOW 24    /* how far an operation moves in one local-search step */
 #define SEARCH_PASSES 50
 
+/* The duration and exposed all-to-all of a candidate; dur < 0: none yet. */
+typedef struct cand {
+    double dur, exp;
+} cand;
+
 /* 1 when (d, e) beats (bd, be): shorter, or as long and less exposed (relative tolerance). */
 static int better(double d, double e, double bd, double be)
 {
@@ -32,21 +37,16 @@ static int better(double d, double e, double bd, double be)
     return d < bd - tol || (d <= bd + tol && e < be - tol);
 }
 
-typedef struct cand {
-    double dur, exp;
-} cand;
-
-/* Evaluates the working orders; keeps them as the best when better. */
-static cand try_orders(ps_plan *pl, int use_x, cand *best)
+/* Times the working orders (use_x: with the fixed order's extra edges); keeps them and their
+ * times as the best when they beat *best. */
+static void try_orders(ps_plan *pl, int use_x, cand *best)
 {
-    cand c = {-1, 0};
     double d = ps__list_sched_time(pl, use_x);
     if (d < 0)
-        return c;
+        return;
     ps_plan_stats st;
     ps__plan_exposure(pl, pl->ord, pl->len, pl->st, pl->en, &st);
-    c.dur = d;
-    c.exp = st.exposed;
+    cand c = {d, st.exposed};
     if (best->dur < 0 || better(c.dur, c.exp, best->dur, best->exp)) {
         *best = c;
         for (int s = 0; s < 2; s++)
@@ -54,50 +54,85 @@ static cand try_orders(ps_plan *pl, int use_x, cand *best)
         memcpy(pl->bst, pl->st, pl->nn * sizeof(double));
         memcpy(pl->ben, pl->en, pl->nn * sizeof(double));
     }
-    return c;
 }
 
-/* Local search: move one operation within its stream while the plan improves. */
+/* The fixed fused order of MindSpeed or Megatron as a candidate; Megatron's extra edges hold
+ * for its own timing only. */
+static void try_fused(ps_plan *pl, int megatron, cand *best)
+{
+    ps__order_fused(pl, megatron);
+    try_orders(pl, megatron, best);
+    if (megatron)
+        for (size_t k = 0; k < pl->nn; k++)
+            pl->n[k].xdep = -1;
+}
+
+/* 1 when one of the n operations at o is a predecessor of node k. */
+static int has_pred(const ps_plan *pl, int32_t k, const int32_t *o, size_t n)
+{
+    int bad = 0;
+    for (size_t q = 0; q < n && !bad; q++)
+        for (int d = 0; d < pl->n[k].ndep; d++)
+            bad |= pl->n[k].dep[d] == o[q];
+    return bad;
+}
+
+/*
+ * Moves the operation at place a of stream s's working order to place b and times the
+ * result. Returns 1 when that made it the best plan; otherwise restores the order from the
+ * best (which the working order equals before every move) and returns 0.
+ */
+static int try_move(ps_plan *pl, int s, size_t a, size_t b, cand *best)
+{
+    int32_t *o = pl->ord[s];
+    int32_t k = o[a];
+    if (b < a) {
+        /* moving k before one of its own predecessors cannot work */
+        if (has_pred(pl, k, &o[b], a - b))
+            return 0;
+        memmove(&o[b + 1], &o[b], (a - b) * sizeof(int32_t));
+    } else {
+        memmove(&o[a], &o[a + 1], (b - a) * sizeof(int32_t));
+    }
+    o[b] = k;
+    cand before = *best;
+    try_orders(pl, 0, best);
+    if (best->dur != before.dur || best->exp != before.exp)
+        return 1;
+    memcpy(o, pl->best[s], pl->len[s] * sizeof(int32_t));
+    return 0;
+}
+
+/* One pass over stream s: each operation in turn tries the places within the window around
+ * it and stays at the first that improves the plan; the pass goes on after that place.
+ * Returns 1 when something moved. */
+static int improve_stream(ps_plan *pl, int s, cand *best)
+{
+    int improved = 0;
+    size_t n = pl->len[s];
+    for (size_t a = 0; a < n; a++) {
+        size_t lo = a > SEARCH_WINDOW ? a - SEARCH_WINDOW : 0;
+        size_t hi = a + SEARCH_WINDOW < n ? a + SEARCH_WINDOW : n - 1;
+        for (size_t b = lo; b <= hi; b++) {
+            if (b != a && try_move(pl, s, a, b, best)) {
+                improved = 1;
+                a = b;
+                break;
+            }
+        }
+    }
+    return improved;
+}
+
+/* Local search from the best orders: passes over both streams while one improves the plan. */
 static void local_search(ps_plan *pl, cand *best)
 {
     for (int s = 0; s < 2; s++)
         memcpy(pl->ord[s], pl->best[s], pl->len[s] * sizeof(int32_t));
     for (int pass = 0; pass < SEARCH_PASSES; pass++) {
         int improved = 0;
-        for (int s = 0; s < 2; s++) {
-            size_t n = pl->len[s];
-            for (size_t a = 0; a < n; a++) {
-                size_t lo = a > SEARCH_WINDOW ? a - SEARCH_WINDOW : 0;
-                size_t hi = a + SEARCH_WINDOW < n ? a + SEARCH_WINDOW : n - 1;
-                for (size_t b = lo; b <= hi; b++) {
-                    if (b == a)
-                        continue;
-                    int32_t *o = pl->ord[s];
-                    int32_t k = o[a];
-                    /* moving k before one of its own predecessors cannot work */
-                    if (b < a) {
-                        int bad = 0;
-                        for (size_t q = b; q < a && !bad; q++)
-                            for (int d = 0; d < pl->n[k].ndep; d++)
-                                bad |= pl->n[k].dep[d] == o[q];
-                        if (bad)
-                            continue;
-                        memmove(&o[b + 1], &o[b], (a - b) * sizeof(int32_t));
-                    } else {
-                        memmove(&o[a], &o[a + 1], (b - a) * sizeof(int32_t));
-                    }
-                    o[b] = k;
-                    cand before = *best;
-                    try_orders(pl, 0, best);
-                    if (best->dur != before.dur || best->exp != before.exp) {
-                        improved = 1;
-                        a = b;
-                        break;
-                    }
-                    memcpy(o, pl->best[s], n * sizeof(int32_t));
-                }
-            }
-        }
+        for (int s = 0; s < 2; s++)
+            improved |= improve_stream(pl, s, best);
         if (!improved)
             break;
     }
@@ -127,32 +162,32 @@ static int optimal(const ps_plan *pl, const cand *best)
     return best->dur <= lb + tol && best->exp <= least_exposed + tol;
 }
 
+/* ADAPTIVE beyond the fixed orders: the two list schedules, then the local search. */
+static void adapt(ps_plan *pl, cand *best)
+{
+    for (int feed = 0; feed < 2; feed++) {
+        ps__order_natural(pl);
+        if (ps__list_sched_build(pl, feed) >= 0)
+            try_orders(pl, 0, best);
+    }
+    if (pl->nn <= SEARCH_MAX_OPS && !optimal(pl, best))
+        local_search(pl, best);
+}
+
 int ps__search_orders(ps_plan *pl, int method)
 {
     int fused = pl->nl[0] > 0 && pl->nl[1] > 0;
+    int adaptive = method == PS_PLANNER_ADAPTIVE;
     cand best = {-1, 0};
-    if (method == PS_PLANNER_ADAPTIVE || !fused) {
+    if (adaptive || !fused) {
         ps__order_natural(pl);
         try_orders(pl, 0, &best);
     }
-    if (fused && (method == PS_PLANNER_ADAPTIVE || method == PS_PLANNER_MINDSPEED)) {
-        ps__order_fused(pl, 0);
-        try_orders(pl, 0, &best);
-    }
-    if (fused && (method == PS_PLANNER_ADAPTIVE || method == PS_PLANNER_MEGATRON)) {
-        ps__order_fused(pl, 1);
-        try_orders(pl, 1, &best);
-        for (size_t k = 0; k < pl->nn; k++)
-            pl->n[k].xdep = -1;
-    }
-    if (method == PS_PLANNER_ADAPTIVE) {
-        for (int feed = 0; feed < 2; feed++) {
-            ps__order_natural(pl);
-            if (ps__list_sched_build(pl, feed) >= 0)
-                try_orders(pl, 0, &best);
-        }
-        if (pl->nn <= SEARCH_MAX_OPS && !optimal(pl, &best))
-            local_search(pl, &best);
-    }
+    if (fused && (adaptive || method == PS_PLANNER_MINDSPEED))
+        try_fused(pl, 0, &best);
+    if (fused && (adaptive || method == PS_PLANNER_MEGATRON))
+        try_fused(pl, 1, &best);
+    if (adaptive)
+        adapt(pl, &best);
     return best.dur < 0 ? PS_EINVAL : 0;
 }

@@ -45,6 +45,24 @@ void ps__stage_next(const ps_problem *pb, int32_t ms, int32_t st, int32_t *l0, i
     *nd = d < 0 ? 0 : (d > *n ? *n : d);
 }
 
+/* Checks pb's stage_layers against the number of model stages. */
+int ps__check_stage_layers(const ps_problem *pb, int32_t stages, char *err)
+{
+    if (!pb->n_stage_layers)
+        return 0;
+    if (pb->n_stage_layers != (size_t)stages)
+        return ps__seterr(err, PS_ECONFIG,
+                          "stage_layers has %zu entries but the schedule has %d model stages",
+                          pb->n_stage_layers, stages);
+    long long sum = 0;
+    for (size_t i = 0; i < pb->n_stage_layers; i++)
+        sum += pb->stage_layers[i];
+    if (sum != pb->moe.layers)
+        return ps__seterr(err, PS_ECONFIG, "stage_layers sums to %lld layers but the model has %d",
+                          sum, (int)pb->moe.layers);
+    return 0;
+}
+
 int ps_problem_stage_split(const ps_problem *pb, int stages, int32_t *first, int32_t *count,
                            int32_t *dense)
 {
@@ -66,22 +84,22 @@ int ps_problem_stage_split(const ps_problem *pb, int stages, int32_t *first, int
     return 0;
 }
 
-/* Checks pb's stage_layers against the number of model stages. */
-int ps__check_stage_layers(const ps_problem *pb, int32_t stages, char *err)
+/* Plans the F (forward), I (backward without dW) and W (dW alone) of layers [l0, l0+n) into
+ * *out. */
+static int plan_fiw(ps_plan *pl, const ps_moe_model *m, int32_t l0, int32_t n, ps_stage_cost *out,
+                    char *err)
 {
-    if (!pb->n_stage_layers)
-        return 0;
-    if (pb->n_stage_layers != (size_t)stages)
-        return ps__seterr(err, PS_ECONFIG,
-                          "stage_layers has %zu entries but the schedule has %d model stages",
-                          pb->n_stage_layers, stages);
-    long long sum = 0;
-    for (size_t i = 0; i < pb->n_stage_layers; i++)
-        sum += pb->stage_layers[i];
-    if (sum != pb->moe.layers)
-        return ps__seterr(err, PS_ECONFIG, "stage_layers sums to %lld layers but the model has %d",
-                          sum, (int)pb->moe.layers);
-    return 0;
+    double *v[3] = {&out->f, &out->b, &out->w};
+    int rc = 0;
+    for (int k = 0; k < 3 && !rc; k++) {
+        rc = k == 0 ? ps__plan_layers(pl, m, m->planner, l0, n, PS_B, 0, 0)
+                    : ps__plan_layers(pl, m, m->planner, 0, 0, k == 1 ? PS_I : PS_W, l0, n);
+        if (rc)
+            ps__seterr(err, rc, "overlap planner: %s", ps_plan_last_error(pl));
+        else
+            *v[k] = ps__plan_stats(pl)->duration;
+    }
+    return rc;
 }
 
 int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_stage_cost *out,
@@ -94,7 +112,6 @@ int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_
     ps_plan *pl;
     if (ps_plan_new(&pl, &pb->al))
         return ps__seterr(err, PS_ENOMEM, "out of memory");
-    const ps_moe_model *m = &pb->moe;
     int32_t pd = -1, pn = -1; /* previous stage's composition: reuse its plans */
     int32_t l0 = 0, n = 0, nd;
     for (int32_t s = 0; s < ms && !rc; s++) {
@@ -105,15 +122,7 @@ int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_
         }
         pd = nd;
         pn = n;
-        double *v[3] = {&out[s].f, &out[s].b, &out[s].w};
-        for (int k = 0; k < 3 && !rc; k++) {
-            rc = k == 0 ? ps__plan_layers(pl, m, m->planner, l0, n, PS_B, 0, 0)
-                        : ps__plan_layers(pl, m, m->planner, 0, 0, k == 1 ? PS_I : PS_W, l0, n);
-            if (rc)
-                ps__seterr(err, rc, "overlap planner: %s", ps_plan_last_error(pl));
-            else
-                *v[k] = ps__plan_stats(pl)->duration;
-        }
+        rc = plan_fiw(pl, &pb->moe, l0, n, &out[s], err);
     }
     for (int32_t s = ms; s < nstages && !rc; s++)
         out[s] = out[s % ms];
