@@ -38,7 +38,7 @@
  *
  * The program's own invariants (step 4 runs, every W finds its I, each phase runs C forwards
  * and C backwards) hold by construction under the registry's check. They are checked anyway:
- * a broken one is PS_EINVALID with a message naming it, never an abort.
+ * a broken one is PS_EINTERNAL with a message naming it, never an abort.
  * SPDX-License-Identifier: MIT
  */
 #include "schedules.h"
@@ -94,12 +94,12 @@ static int check_rank(const dual_state *st)
 {
     const ps__dual_rank *d = st->d;
     if (st->empty_pops)
-        return ps__seterr(st->s->err, PS_EINVALID,
+        return ps__seterr(st->s->err, PS_EINTERNAL,
                           "internal invariant broken on rank %d: %d W found no I whose weight "
                           "gradient it could run (H=%d, h=%d, C=%d)",
                           st->r, st->empty_pops, d->H, d->h, d->C);
     if (st->f[0] != d->C || st->f[1] != d->C || st->b[0] != d->C || st->b[1] != d->C)
-        return ps__seterr(st->s->err, PS_EINVALID,
+        return ps__seterr(st->s->err, PS_EINTERNAL,
                           "internal invariant broken on rank %d: phases 0 and 1 ran %d and %d "
                           "forwards, %d and %d backwards, not C=%d each (H=%d, h=%d)",
                           st->r, st->f[0], st->f[1], st->b[0], st->b[1], d->C, d->H, d->h);
@@ -113,7 +113,7 @@ int ps__dual_emit(ps_schedule *s, int32_t r, const ps__dual_rank *d)
     int32_t side = H - h - 1; /* steps 1, 3, 5 and 7 run on the ranks off the middle */
     int64_t steady = (int64_t)d->C - 2 * H + h + 1;
     if (steady < 1)
-        return ps__seterr(s->err, PS_EINVALID,
+        return ps__seterr(s->err, PS_EINTERNAL,
                           "internal invariant broken on rank %d: step 4 would run C-2H+h+1 = "
                           "%lld times, not at least once (H=%d, h=%d, C=%d)",
                           r, (long long)steady, H, h, d->C);

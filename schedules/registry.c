@@ -282,7 +282,7 @@ static int lay_out(ps_schedule *s, const ps__family *f, int family, const ps__pa
 
 /*
  * Runs the family's generator on the laid-out IR. A generator fails for want of memory, or
- * because its program broke one of its own invariants: a bug, reported as PS_EINVALID with
+ * because its program broke one of its own invariants: a bug, reported as PS_EINTERNAL with
  * what broke (the generator's message in s->err) rather than aborting, so that the library
  * keeps its promise never to abort. Either way s is left empty.
  */
@@ -297,7 +297,7 @@ static int run_generator(ps_schedule *s, const ps__family *f, const ps__params *
     char why[PS__ERRLEN];
     memcpy(why, s->err, sizeof why);
     ps__schedule_clear(s);
-    if (rc == PS_EINVALID && why[0])
+    if (rc == PS_EINTERNAL && why[0])
         return ps__seterr(s->err, rc, "%s: %s", f->name, why);
     return ps__seterr(s->err, rc, "%s: %s while generating", f->name, ps_strerror(rc));
 }

@@ -610,7 +610,7 @@ START_TEST(fused_dual_invariants)
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         ps_schedule *s = empty_ir("dualpipe", 4, 1, 16); /* room for 48 actions per rank */
-        ck_assert_int_eq(ps__dual_emit(s, 0, &cases[k].d), PS_EINVALID);
+        ck_assert_int_eq(ps__dual_emit(s, 0, &cases[k].d), PS_EINTERNAL);
         ck_assert_str_eq(ps_schedule_last_error(s), cases[k].msg);
         ps_schedule_free(s);
     }
@@ -621,11 +621,14 @@ END_TEST
  * report the broken invariant instead of aborting. */
 START_TEST(fused_dual_generators_report)
 {
+    /* A broken invariant has its own code, which the CLI maps to exit status 3. */
+    ck_assert_str_eq(ps_err_name(PS_EINTERNAL), "EINTERNAL");
+    ck_assert_int_eq(PS_EINTERNAL, -16);
     ps__params p = {4, 1, 4, 0, 1, 0, NULL};
     char why[PS__ERRLEN];
     ck_assert_int_ne(ps__dualpipe_check(&p, why), 0);
     ps_schedule *s = empty_ir("dualpipe", 4, 1, 16);
-    ck_assert_int_eq(ps__dualpipe_generate(s, &p), PS_EINVALID);
+    ck_assert_int_eq(ps__dualpipe_generate(s, &p), PS_EINTERNAL);
     ck_assert_str_eq(ps_schedule_last_error(s),
                      "internal invariant broken on rank 0: step 4 would run C-2H+h+1 = -1 times, "
                      "not at least once (H=2, h=0, C=2)");
@@ -634,7 +637,7 @@ START_TEST(fused_dual_generators_report)
     p.v = 2;
     ck_assert_int_ne(ps__dualpipev_check(&p, why), 0);
     s = empty_ir("dualpipev", 4, 2, 16);
-    ck_assert_int_eq(ps__dualpipev_generate(s, &p), PS_EINVALID);
+    ck_assert_int_eq(ps__dualpipev_generate(s, &p), PS_EINTERNAL);
     ck_assert_str_eq(ps_schedule_last_error(s),
                      "internal invariant broken on rank 0: step 4 would run C-2H+h+1 = -3 times, "
                      "not at least once (H=4, h=0, C=4)");

@@ -49,7 +49,8 @@ extern "C" {
     X(ECANCELED, -12, "execution canceled")                                                        \
     X(ESTALL, -13, "execution stalled (no progress within the stall timeout)")                     \
     X(EHOST, -14, "a host callback reported an error")                                             \
-    X(ESYS, -15, "system resource unavailable (event loop, thread)")
+    X(ESYS, -15, "system resource unavailable (event loop, thread)")                               \
+    X(EINTERNAL, -16, "internal error: a broken invariant (a bug in pipesched)")
 
 typedef enum ps_errno {
     PS_OK = 0,

@@ -97,6 +97,7 @@ int cli_exit_code(int rc)
     case PS_ESTALL:
     case PS_EHOST:
     case PS_ESYS:
+    case PS_EINTERNAL:
         return EXIT_INTERNAL;
     default:
         return EXIT_USAGE;
