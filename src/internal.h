@@ -209,7 +209,7 @@ static inline void ps__emit_fb(ps_schedule *s, int32_t rank, int32_t fstage, int
     a->bmb = bmb;
 }
 
-/* ---- MoE model and planner (moe.c, plan.c) --------------------------------------------------- */
+/* ---- MoE model and planner (planner/: moe.c, plan.c, stage.c) ------------------------------ */
 
 /* The flat and hierarchical all-to-all volumes and times of one dispatch (no validation). */
 void ps__a2a_estimate(const ps_model_dims *md, const ps_cluster *cl, ps_a2a_info *out);

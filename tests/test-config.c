@@ -1948,9 +1948,10 @@ END_TEST
 
 /* ---- MoE: durations derived from model and cluster --------------------------------------------
  *
- * These tests need ps_moe_derive() (src/planner/moe.c). They compare the loaded model with a direct call
- * of ps_moe_derive() on the same dimensions (the loader's job is to pass the right dimensions and
- * apply the overrides), and check the all-to-all volumes against DESIGN.md's formulas.
+ * These tests need ps_moe_derive() (src/planner/moe.c). They compare the loaded model with a
+ * direct call of ps_moe_derive() on the same dimensions (the loader's job is to pass the right
+ * dimensions and apply the overrides), and check the all-to-all volumes against DESIGN.md's
+ * formulas.
  */
 
 /* The dimensions of MODEL_JSON and CLUSTER_JSON. */
@@ -2739,7 +2740,8 @@ static Suite *config_suite(void)
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
-    /* These need ps_moe_derive() (src/planner/moe.c): durations derived from "model" and "cluster". */
+    /* These need ps_moe_derive() (src/planner/moe.c): durations derived from "model" and
+     * "cluster". */
     tc = tcase_create("moe_derived");
     tcase_add_test(tc, config_moe_derived);
     tcase_add_test(tc, config_moe_derived_every_key);
