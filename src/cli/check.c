@@ -58,25 +58,21 @@ static int check_main(const cli_opts *o)
         return EXIT_USAGE;
     }
     ps_format fmt = o->format < 0 ? PS_FORMAT_TABLE : (ps_format)o->format;
-    ps_problem *pb = NULL;
-    ps_schedule *s = NULL;
-    ps_sim *sim = NULL;
-    int rc = cli_build_problem(o, &pb);
+    cli_job j = {NULL, NULL, NULL};
+    int rc = cli_build_problem(o, &j.pb);
     if (rc)
         return cli_exit_code(rc);
-    int ex = load_schedule(o, &s);
+    int ex = load_schedule(o, &j.s);
     if (ex)
         goto out;
-    if (fmt == PS_FORMAT_CSV_COMMS && (rc = ps_schedule_lower(s))) {
-        ex = cli_report("lower", rc, ps_schedule_last_error(s));
+    if (fmt == PS_FORMAT_CSV_COMMS && (rc = ps_schedule_lower(j.s))) {
+        ex = cli_report("lower", rc, ps_schedule_last_error(j.s));
         goto out;
     }
-    if (!(ex = cli_run_sim(s, pb, o->file, &sim)))
-        ex = print_outputs(o, s, sim, fmt);
+    if (!(ex = cli_run_sim(j.s, j.pb, o->file, &j.sim)))
+        ex = print_outputs(o, j.s, j.sim, fmt);
 out:
-    ps_sim_free(sim);
-    ps_schedule_free(s);
-    ps_problem_free(pb);
+    cli_job_free(&j);
     return ex;
 }
 

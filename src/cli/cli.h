@@ -138,6 +138,21 @@ int cli_make_schedule(const ps_problem *pb, ps_schedule **out);
 int cli_run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, ps_sim **out);
 /* common.c: writes s (sim may be NULL) through ps_export to path (NULL: stdout). */
 int cli_emit(const ps_schedule *s, const ps_sim *sim, ps_format fmt, const char *path);
+/* The handles a command works on: its problem (the defaults, the config file, the flags), the
+ * problem's schedule, and the schedule's simulation; NULL where not built. */
+typedef struct cli_job {
+    ps_problem *pb;
+    ps_schedule *s;
+    ps_sim *sim;
+} cli_job;
+/* common.c: generates and validates j->pb's schedule into j->s and, when simulate is set,
+ * simulates it into j->sim. Reports a failure and returns the exit status. */
+int cli_job_run(cli_job *j, int simulate);
+/* common.c: builds o's problem into *j (which it clears first), then cli_job_run. Returns the
+ * exit status; free j with cli_job_free whatever it returns. */
+int cli_job_open(cli_job *j, const cli_opts *o, int simulate);
+/* common.c: frees what j holds. */
+void cli_job_free(cli_job *j);
 /* common.c: the metrics as text, as `simulate` prints them. */
 void cli_print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim);
 /* common.c: the outputs of `simulate` and `check`: the trace, then the timed schedule in fmt

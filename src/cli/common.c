@@ -102,6 +102,30 @@ int cli_make_schedule(const ps_problem *pb, ps_schedule **out)
     return EXIT_OK;
 }
 
+int cli_job_run(cli_job *j, int simulate)
+{
+    int ex = cli_make_schedule(j->pb, &j->s);
+    if (!ex && simulate)
+        ex = cli_run_sim(j->s, j->pb, NULL, &j->sim);
+    return ex;
+}
+
+int cli_job_open(cli_job *j, const cli_opts *o, int simulate)
+{
+    j->pb = NULL;
+    j->s = NULL;
+    j->sim = NULL;
+    int rc = cli_build_problem(o, &j->pb);
+    return rc ? cli_exit_code(rc) : cli_job_run(j, simulate);
+}
+
+void cli_job_free(cli_job *j)
+{
+    ps_sim_free(j->sim);
+    ps_schedule_free(j->s);
+    ps_problem_free(j->pb);
+}
+
 int cli_run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, ps_sim **out)
 {
     ps_sim *sim;

@@ -15,25 +15,21 @@
 /* One classic schedule with the default costs: its timed table and its metrics. */
 static int demo_one(const char *family, int pp, int vpp, int m)
 {
-    ps_problem *pb = NULL;
-    ps_schedule *s = NULL;
-    ps_sim *sim = NULL;
+    cli_job j = {NULL, NULL, NULL};
     int ex = EXIT_INTERNAL;
-    if (ps_problem_new(&pb, NULL) || ps_problem_set_schedule(pb, family) ||
-        ps_problem_set_int(pb, PS_PARAM_PP, pp) || ps_problem_set_int(pb, PS_PARAM_VPP, vpp) ||
-        ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, m))
+    if (ps_problem_new(&j.pb, NULL) || ps_problem_set_schedule(j.pb, family) ||
+        ps_problem_set_int(j.pb, PS_PARAM_PP, pp) || ps_problem_set_int(j.pb, PS_PARAM_VPP, vpp) ||
+        ps_problem_set_int(j.pb, PS_PARAM_MICROBATCHES, m))
         goto out;
-    if ((ex = cli_make_schedule(pb, &s)) || (ex = cli_run_sim(s, pb, NULL, &sim)))
+    if ((ex = cli_job_run(&j, 1)))
         goto out;
     printf("== %s, pp=%d vpp=%d m=%d, f=b=w=1 (per chunk), c=0\n", family, pp, vpp, m);
-    if ((ex = cli_emit(s, sim, PS_FORMAT_TABLE_TIMED, NULL)))
+    if ((ex = cli_emit(j.s, j.sim, PS_FORMAT_TABLE_TIMED, NULL)))
         goto out;
-    cli_print_metrics(stdout, s, sim);
+    cli_print_metrics(stdout, j.s, j.sim);
     printf("\n");
 out:
-    ps_sim_free(sim);
-    ps_schedule_free(s);
-    ps_problem_free(pb);
+    cli_job_free(&j);
     return ex;
 }
 

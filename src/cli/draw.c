@@ -93,18 +93,15 @@ static int draw_overlap(const cli_opts *o, const ps_problem *pb, const ps_schedu
 }
 
 /* The timeline and the DAG need the simulated times. */
-static int draw_simulated(const cli_opts *o, const ps_problem *pb, const ps_schedule *s,
-                          ps_viz *viz, draw_out *out)
+static int draw_simulated(const cli_opts *o, cli_job *j, ps_viz *viz, draw_out *out)
 {
-    ps_sim *sim = NULL;
-    int ex = cli_run_sim(s, pb, NULL, &sim);
+    int ex = cli_run_sim(j->s, j->pb, NULL, &j->sim);
     if (!ex) {
-        int rc = o->kind == CLI_KIND_DAG ? ps_viz_dag_svg(viz, s, sim, draw_write, out)
-                                         : ps_viz_timeline_svg(viz, s, sim, draw_write, out);
+        int rc = o->kind == CLI_KIND_DAG ? ps_viz_dag_svg(viz, j->s, j->sim, draw_write, out)
+                                         : ps_viz_timeline_svg(viz, j->s, j->sim, draw_write, out);
         if (rc)
             ex = draw_report(rc, out, viz);
     }
-    ps_sim_free(sim);
     return ex;
 }
 
@@ -114,26 +111,21 @@ static int draw_main(const cli_opts *o)
         fprintf(stderr, "pipesched: draw needs -o FILE.svg (- for stdout)\n");
         return EXIT_USAGE;
     }
-    ps_problem *pb = NULL;
-    ps_schedule *s = NULL;
     ps_viz *viz = NULL;
     draw_out out = {o->output, NULL, 0};
-    int rc = cli_build_problem(o, &pb);
-    if (rc)
-        return cli_exit_code(rc);
-    int ex = cli_make_schedule(pb, &s);
+    cli_job j;
+    int rc, ex = cli_job_open(&j, o, 0);
     if (!ex && (rc = ps_viz_new(&viz, NULL, NULL)))
         ex = cli_report("draw", rc, NULL);
     if (!ex)
-        ex = o->kind == CLI_KIND_OVERLAP ? draw_overlap(o, pb, s, viz, &out)
-                                         : draw_simulated(o, pb, s, viz, &out);
+        ex = o->kind == CLI_KIND_OVERLAP ? draw_overlap(o, j.pb, j.s, viz, &out)
+                                         : draw_simulated(o, &j, viz, &out);
     if (out.f && out.f != stdout && fclose(out.f) && !ex) {
         fprintf(stderr, "pipesched: writing %s failed\n", o->output);
         ex = EXIT_INTERNAL;
     }
     ps_viz_free(viz);
-    ps_schedule_free(s);
-    ps_problem_free(pb);
+    cli_job_free(&j);
     return ex;
 }
 
@@ -156,35 +148,31 @@ static int draw_demo(const char *moe_json)
 {
     static const char *const tl = "pipesched-demo-timeline.svg";
     static const char *const ov = "pipesched-demo-overlap.svg";
-    ps_problem *pb = NULL;
-    ps_schedule *s = NULL;
-    ps_sim *sim = NULL;
+    cli_job j = {NULL, NULL, NULL};
     ps_viz *viz = NULL;
     draw_out a = {tl, NULL, 0}, b = {ov, NULL, 0};
     cli_opts o = {.method = -1, .fstage = -1, .bstage = -1}; /* draw's defaults */
     int ex = EXIT_INTERNAL, rc;
-    if (ps_problem_new(&pb, NULL) || ps_problem_load_json(pb, moe_json, strlen(moe_json)))
+    if (ps_problem_new(&j.pb, NULL) || ps_problem_load_json(j.pb, moe_json, strlen(moe_json)))
         goto out;
-    if ((ex = cli_make_schedule(pb, &s)) || (ex = cli_run_sim(s, pb, NULL, &sim)))
+    if ((ex = cli_job_run(&j, 1)))
         goto out;
     if ((rc = ps_viz_new(&viz, NULL, NULL))) {
         ex = cli_report("demo", rc, NULL);
         goto out;
     }
-    if ((rc = ps_viz_timeline_svg(viz, s, sim, draw_write, &a)))
+    if ((rc = ps_viz_timeline_svg(viz, j.s, j.sim, draw_write, &a)))
         ex = draw_report(rc, &a, viz);
     if ((ex = demo_close(&a, ex)))
         goto out;
-    ex = demo_close(&b, draw_overlap(&o, pb, s, viz, &b));
+    ex = demo_close(&b, draw_overlap(&o, j.pb, j.s, viz, &b));
     if (!ex)
         printf("\nwrote %s (Adaptive Pipe on the Pangu example, every rank's timeline) and\n%s "
                "(one fused pair on the compute and communication streams)\n",
                tl, ov);
 out:
     ps_viz_free(viz);
-    ps_sim_free(sim);
-    ps_schedule_free(s);
-    ps_problem_free(pb);
+    cli_job_free(&j);
     return ex;
 }
 

@@ -12,31 +12,24 @@ static int generate_main(const cli_opts *o)
         fprintf(stderr, "pipesched: --timed applies to the table and json formats\n");
         return EXIT_USAGE;
     }
-    ps_problem *pb = NULL;
-    ps_schedule *s = NULL;
-    ps_sim *sim = NULL;
-    int rc = cli_build_problem(o, &pb);
-    if (rc)
-        return cli_exit_code(rc);
-    int ex = cli_make_schedule(pb, &s);
+    cli_job j;
+    int rc, ex = cli_job_open(&j, o, 0);
     if (ex)
         goto out;
     /* PyTorch's compute_comms lists carry the SEND/RECV actions of the lowered schedule. */
-    if (fmt == PS_FORMAT_CSV_COMMS && (rc = ps_schedule_lower(s))) {
-        ex = cli_report("lower", rc, ps_schedule_last_error(s));
+    if (fmt == PS_FORMAT_CSV_COMMS && (rc = ps_schedule_lower(j.s))) {
+        ex = cli_report("lower", rc, ps_schedule_last_error(j.s));
         goto out;
     }
     if (o->timed) {
-        if ((ex = cli_run_sim(s, pb, NULL, &sim)))
+        if ((ex = cli_run_sim(j.s, j.pb, NULL, &j.sim)))
             goto out;
         if (fmt == PS_FORMAT_TABLE)
             fmt = PS_FORMAT_TABLE_TIMED;
     }
-    ex = cli_emit(s, sim, fmt, o->output);
+    ex = cli_emit(j.s, j.sim, fmt, o->output);
 out:
-    ps_sim_free(sim);
-    ps_schedule_free(s);
-    ps_problem_free(pb);
+    cli_job_free(&j);
     return ex;
 }
 

@@ -240,27 +240,22 @@ static int print_plans(FILE *f, const ps_problem *pb, const ps_schedule *s, int 
 
 static int plan_main(const cli_opts *o)
 {
-    ps_problem *pb = NULL;
-    ps_schedule *s = NULL;
-    int rc = cli_build_problem(o, &pb);
-    if (rc)
-        return cli_exit_code(rc);
-    int ex = cli_make_schedule(pb, &s);
+    cli_job j;
+    int ex = cli_job_open(&j, o, 0);
     FILE *f = stdout;
     if (!ex && o->output && !(f = fopen(o->output, "w"))) {
         fprintf(stderr, "pipesched: cannot write %s\n", o->output);
         ex = EXIT_USAGE;
     }
     if (!ex) {
-        ex = print_plans(f, pb, s, o->method < 0 ? PS_PLANNER_ADAPTIVE : o->method, (int)o->fstage,
-                         (int)o->bstage, o->json);
+        ex = print_plans(f, j.pb, j.s, o->method < 0 ? PS_PLANNER_ADAPTIVE : o->method,
+                         (int)o->fstage, (int)o->bstage, o->json);
         if (f != stdout && fclose(f) && !ex) {
             fprintf(stderr, "pipesched: cannot write %s\n", o->output);
             ex = EXIT_INTERNAL;
         }
     }
-    ps_schedule_free(s);
-    ps_problem_free(pb);
+    cli_job_free(&j);
     return ex;
 }
 

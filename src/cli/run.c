@@ -156,29 +156,20 @@ static int print_result(const cli_opts *o, const ps_schedule *s, const ps_sim *s
 static int run_main(const cli_opts *o)
 {
     double scale = o->time_scale < 0 ? 1e-3 : o->time_scale;
-    ps_problem *pb = NULL;
-    ps_schedule *s = NULL;
-    ps_sim *sim = NULL;
     predicted p = {{0}, NULL, {NULL, 0, 0}};
-    int rc = cli_build_problem(o, &pb);
-    if (rc)
-        return cli_exit_code(rc);
-    int ex = cli_make_schedule(pb, &s);
+    cli_job j;
+    int ex = cli_job_open(&j, o, 1);
     if (!ex)
-        ex = cli_run_sim(s, pb, NULL, &sim);
+        ex = keep_prediction(o, j.s, j.sim, &p);
     if (!ex)
-        ex = keep_prediction(o, s, sim, &p);
-    if (!ex)
-        ex = execute(s, pb, scale, sim);
+        ex = execute(j.s, j.pb, scale, j.sim);
     if (!ex && o->trace)
-        ex = cli_emit(s, sim, PS_FORMAT_TRACE, o->trace);
+        ex = cli_emit(j.s, j.sim, PS_FORMAT_TRACE, o->trace);
     if (!ex)
-        ex = print_result(o, s, sim, &p, scale);
+        ex = print_result(o, j.s, j.sim, &p, scale);
     free(p.json.p);
     free(p.ranks);
-    ps_sim_free(sim);
-    ps_schedule_free(s);
-    ps_problem_free(pb);
+    cli_job_free(&j);
     return ex;
 }
 

@@ -12,20 +12,11 @@ static int simulate_main(const cli_opts *o)
         fprintf(stderr, "pipesched: simulate prints table or json; use generate for CSV\n");
         return EXIT_USAGE;
     }
-    ps_problem *pb = NULL;
-    ps_schedule *s = NULL;
-    ps_sim *sim = NULL;
-    int rc = cli_build_problem(o, &pb);
-    if (rc)
-        return cli_exit_code(rc);
-    int ex = cli_make_schedule(pb, &s);
+    cli_job j;
+    int ex = cli_job_open(&j, o, 1);
     if (!ex)
-        ex = cli_run_sim(s, pb, NULL, &sim);
-    if (!ex)
-        ex = cli_sim_outputs(o, s, sim, o->format >= 0, fmt);
-    ps_sim_free(sim);
-    ps_schedule_free(s);
-    ps_problem_free(pb);
+        ex = cli_sim_outputs(o, j.s, j.sim, o->format >= 0, fmt);
+    cli_job_free(&j);
     return ex;
 }
 
