@@ -5,6 +5,7 @@
  * SPDX-License-Identifier: MIT
  */
 #include <pipesched/pipesched.h>
+#include <pipesched/model.h>
 #include <pipesched/viz.h>
 
 int main(void)
