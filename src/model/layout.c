@@ -1,0 +1,462 @@
+/*
+ * The layer partition: which decoder, embedding, MTP and loss layers each virtual stage holds,
+ * read from Megatron-LM's --pipeline-model-parallel-layout string or made by an even split
+ * (docs/layout.md).
+ *
+ * The string is read the way Megatron-LM reads it
+ * (megatron/core/transformer/pipeline_parallel_layer_layout.py, parse_str_to_list and
+ * validate_layer_layout): commas are dropped wherever they stand, "x*N" repeats one character
+ * (a symbol or the separator '|'), "(...)*N" repeats a group, '|' ends a stage, and a stage
+ * may be empty. Megatron unrolls the string with two regular expressions; here two passes
+ * read it in place instead, so nothing is allocated:
+ *
+ *   scan   checks the syntax and sums, bottom-up per group, the length of the unrolled layout
+ *          and its separators; the length is capped (LAYOUT_MAX_UNROLLED) before anything is
+ *          walked, so an absurd count costs the time of reading it;
+ *   walk   visits the unrolled layout, re-reading a group's text once per repetition, and
+ *          adds each symbol to its stage, checking the places Megatron requires.
+ *
+ * Where we differ from Megatron: a count of 0 is refused (Megatron drops the item), groups may
+ * nest (Megatron's regular expression cannot, and garbles them), and the embedding must be on
+ * stage 0 and the loss on the last stage (Megatron only checks that they are the first and
+ * last layers, but builds them on the first and last virtual stage).
+ * SPDX-License-Identifier: MIT
+ */
+#include <pipesched/model.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The unrolled layout may hold at most this many symbols, separators and commas. */
+#define LAYOUT_MAX_UNROLLED 1000000
+/* A count has at most this many digits (the limit above has 7). */
+#define LAYOUT_MAX_DIGITS 7
+/* Groups nest at most this deep. */
+#define LAYOUT_MAX_DEPTH 16
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static int is_symbol(char c)
+{
+    return c == 'E' || c == 't' || c == 'm' || c == 'L';
+}
+
+static size_t skip_commas(const char *s, size_t i)
+{
+    while (s[i] == ',')
+        i++;
+    return i;
+}
+
+/*
+ * Reads the count of a repetition whose '*' is at s[star]: digits, with commas dropped among
+ * them as Megatron drops them. Sets *count and *next (the index after the count). The count
+ * is in [1, LAYOUT_MAX_UNROLLED]; the error names the column of the '*'.
+ */
+static int read_count(const char *s, size_t star, int64_t *count, size_t *next, char *err,
+                      size_t errlen)
+{
+    size_t i = skip_commas(s, star + 1);
+    int64_t v = 0;
+    int digits = 0;
+    while (s[i] >= '0' && s[i] <= '9') {
+        if (++digits > LAYOUT_MAX_DIGITS)
+            return fail(err, errlen, PS_ECONFIG,
+                        "layout: the count at column %zu has more than %d digits", star + 1,
+                        LAYOUT_MAX_DIGITS);
+        v = v * 10 + (s[i] - '0');
+        i = skip_commas(s, i + 1);
+    }
+    if (digits == 0)
+        return fail(err, errlen, PS_ECONFIG, "layout: '*' at column %zu needs a count", star + 1);
+    if (v == 0)
+        return fail(err, errlen, PS_ECONFIG,
+                    "layout: the count 0 at column %zu; a repetition is at least 1", star + 1);
+    if (v > LAYOUT_MAX_UNROLLED)
+        return fail(err, errlen, PS_ECONFIG, "layout: the count %lld at column %zu exceeds %d",
+                    (long long)v, star + 1, LAYOUT_MAX_UNROLLED);
+    *count = v;
+    *next = i;
+    return 0;
+}
+
+/* ---- scan: the syntax, the unrolled length and the number of stages ------------------------ */
+
+/* The unrolled length and separators of a group (or of the whole string) read so far. */
+typedef struct scan_frame {
+    int64_t unrolled;
+    int64_t separators;
+    size_t open;   /* index of its '(' */
+    int has_items; /* 1 once it holds a symbol, a separator or a group (commas do not count) */
+} scan_frame;
+
+/* Adds an item (unrolled length, separators) to frame f; refuses it past the cap. */
+static int scan_add(scan_frame *f, int64_t unrolled, int64_t separators, size_t col, char *err,
+                    size_t errlen)
+{
+    f->unrolled += unrolled;
+    f->separators += separators;
+    f->has_items = 1;
+    if (f->unrolled > LAYOUT_MAX_UNROLLED)
+        return fail(err, errlen, PS_ECONFIG,
+                    "layout: unrolled past %d symbols at column %zu (too many repetitions)",
+                    LAYOUT_MAX_UNROLLED, col);
+    return 0;
+}
+
+/*
+ * One pass over the string: every character known, the parentheses balanced, each group
+ * non-empty and followed by a count, each '*' after something it can repeat and with a count,
+ * the unrolled layout within LAYOUT_MAX_UNROLLED. Sets *stages_found to the separators of the
+ * unrolled layout plus one.
+ */
+static int scan_layout(const char *s, int64_t *stages_found, char *err, size_t errlen)
+{
+    scan_frame frames[LAYOUT_MAX_DEPTH + 1] = {{0, 0, 0, 0}};
+    int depth = 0;
+    size_t i = 0;
+    int rc;
+    while (s[i]) {
+        char c = s[i];
+        rc = 0;
+        if (c == ',') {
+            /* The walk reads a comma once per visit: it counts, and is capped with the group
+             * that holds it when the group closes. */
+            frames[depth].unrolled++;
+            i++;
+        } else if (is_symbol(c) || c == '|' || c == ')') {
+            int64_t unrolled = 1, separators = c == '|';
+            if (c == ')') {
+                if (depth == 0)
+                    return fail(err, errlen, PS_ECONFIG,
+                                "layout: ')' at column %zu has no matching '('", i + 1);
+                if (!frames[depth].has_items)
+                    return fail(err, errlen, PS_ECONFIG, "layout: the group at column %zu is empty",
+                                frames[depth].open + 1);
+                unrolled = frames[depth].unrolled;
+                separators = frames[depth].separators;
+                depth--;
+            }
+            size_t j = skip_commas(s, i + 1), next = i + 1;
+            if (s[j] == '*') {
+                int64_t count;
+                rc = read_count(s, j, &count, &next, err, errlen);
+                if (rc)
+                    return rc;
+                unrolled *= count; /* both <= LAYOUT_MAX_UNROLLED: no overflow */
+                separators *= count;
+            } else if (c == ')') {
+                return fail(err, errlen, PS_ECONFIG,
+                            "layout: the group closed at column %zu needs a count: (...)*N", i + 1);
+            }
+            /* The commas around the count are read once per visit of the item. */
+            for (size_t k = i + 1; k < next; k++)
+                unrolled += s[k] == ',';
+            rc = scan_add(&frames[depth], unrolled, separators, i + 1, err, errlen);
+            i = next;
+        } else if (c == '(') {
+            if (depth == LAYOUT_MAX_DEPTH)
+                return fail(err, errlen, PS_ECONFIG,
+                            "layout: groups nest deeper than %d at column %zu", LAYOUT_MAX_DEPTH,
+                            i + 1);
+            depth++;
+            frames[depth] = (scan_frame){0, 0, i, 0};
+            i++;
+        } else if (c == '*') {
+            return fail(err, errlen, PS_ECONFIG,
+                        "layout: '*' at column %zu repeats nothing (it follows a symbol, '|' "
+                        "or ')')",
+                        i + 1);
+        } else if (c >= ' ' && c < 127) {
+            return fail(err, errlen, PS_ECONFIG,
+                        "layout: unknown character '%c' at column %zu (E, t, m, L, |, (, ), *, "
+                        "comma)",
+                        c, i + 1);
+        } else {
+            return fail(err, errlen, PS_ECONFIG, "layout: unknown byte 0x%02x at column %zu",
+                        (unsigned)(unsigned char)c, i + 1);
+        }
+        if (rc)
+            return rc;
+    }
+    if (depth > 0)
+        return fail(err, errlen, PS_ECONFIG, "layout: '(' at column %zu is never closed",
+                    frames[depth].open + 1);
+    *stages_found = frames[0].separators + 1;
+    return 0;
+}
+
+/* ---- walk: the symbols into their stages --------------------------------------------------- */
+
+/* What the walk has seen so far. */
+typedef struct walk_state {
+    ps_stage_layers *out;
+    int32_t stages;
+    int32_t stage;      /* the stage being filled */
+    int64_t decoders;   /* 't' so far */
+    int64_t mtps;       /* 'm' so far */
+    int64_t symbols;    /* symbols so far */
+    int32_t mtp_stage;  /* the stage of the MTP layers, -1 before the first */
+    int32_t loss_stage; /* the stage of L, -1 before it */
+    int seen_embedding;
+} walk_state;
+
+/* Adds `count` copies of symbol or separator c (at column col) to the walk. */
+static int walk_emit(walk_state *w, char c, int64_t count, size_t col, char *err, size_t errlen)
+{
+    if (c == '|') {
+        /* The scan counted the separators: stage stays below w->stages. */
+        w->stage += (int32_t)count;
+        return 0;
+    }
+    ps_stage_layers *st = &w->out[w->stage];
+    if (c == 'L' && w->loss_stage >= 0)
+        return fail(err, errlen, PS_ECONFIG,
+                    "layout: a second L at column %zu (the loss appears once)", col);
+    if (w->loss_stage >= 0)
+        return fail(err, errlen, PS_ECONFIG,
+                    "layout: '%c' at column %zu comes after L (the loss is the last layer)", c,
+                    col);
+    switch (c) {
+    case 'E':
+        if (w->seen_embedding || count > 1)
+            return fail(err, errlen, PS_ECONFIG,
+                        "layout: a second E at column %zu (the embedding appears once)", col);
+        if (w->symbols > 0 || w->stage != 0)
+            return fail(err, errlen, PS_ECONFIG,
+                        "layout: E at column %zu must be the first layer of stage 0", col);
+        w->seen_embedding = 1;
+        st->embedding = 1;
+        break;
+    case 't':
+        if (w->mtp_stage >= 0)
+            return fail(err, errlen, PS_ECONFIG,
+                        "layout: 't' at column %zu comes after an MTP layer (decoder layers "
+                        "come first)",
+                        col);
+        w->decoders += count;
+        st->layers += (int32_t)count; /* count <= LAYOUT_MAX_UNROLLED */
+        break;
+    case 'm':
+        if (w->mtp_stage >= 0 && w->mtp_stage != w->stage)
+            return fail(err, errlen, PS_ECONFIG,
+                        "layout: 'm' at column %zu is in stage %d, but the MTP layers are in "
+                        "stage %d (all in one stage)",
+                        col, (int)w->stage, (int)w->mtp_stage);
+        w->mtp_stage = w->stage;
+        w->mtps += count;
+        st->mtp += (int32_t)count;
+        break;
+    default: /* 'L' */
+        if (count > 1)
+            return fail(err, errlen, PS_ECONFIG,
+                        "layout: a second L at column %zu (the loss appears once)", col);
+        w->loss_stage = w->stage;
+        st->loss = 1;
+        break;
+    }
+    w->symbols += count;
+    return 0;
+}
+
+/* A group being walked: where its text starts and the repetitions still to go (0: not yet
+ * known, it is read at the ')'). */
+typedef struct walk_frame {
+    size_t body;
+    int64_t remaining;
+} walk_frame;
+
+/*
+ * Visits the unrolled layout of a string the scan accepted. A symbol's repetition is added at
+ * once; a group's text is read once per repetition, which the scan's cap bounds (every
+ * repetition of a group yields at least one symbol, separator or comma).
+ */
+static int walk_layout(const char *s, walk_state *w, char *err, size_t errlen)
+{
+    walk_frame frames[LAYOUT_MAX_DEPTH];
+    int depth = 0;
+    size_t i = 0;
+    while (s[i]) {
+        char c = s[i];
+        int64_t count = 1;
+        size_t next = i + 1, j = skip_commas(s, i + 1);
+        if (c != ',' && c != '(' && s[j] == '*') {
+            int rc = read_count(s, j, &count, &next, err, errlen);
+            if (rc)
+                return rc;
+        }
+        if (c == ',') {
+            i++;
+        } else if (c == '(') {
+            frames[depth++] = (walk_frame){i + 1, 0};
+            i++;
+        } else if (c == ')') {
+            walk_frame *f = &frames[depth - 1];
+            if (f->remaining == 0)
+                f->remaining = count;
+            if (--f->remaining > 0) {
+                i = f->body;
+            } else {
+                depth--;
+                i = next;
+            }
+        } else {
+            int rc = walk_emit(w, c, count, i + 1, err, errlen);
+            if (rc)
+                return rc;
+            i = next;
+        }
+    }
+    return 0;
+}
+
+/* The checks that need the whole layout: E and L present, L on the last stage, the counts. */
+static int check_totals(const walk_state *w, int32_t layers, int32_t mtp, char *err, size_t errlen)
+{
+    if (!w->seen_embedding)
+        return fail(err, errlen, PS_ECONFIG, "layout: no E (the embedding) in the layout");
+    if (w->loss_stage < 0)
+        return fail(err, errlen, PS_ECONFIG, "layout: no L (the loss) in the layout");
+    if (w->loss_stage != w->stages - 1)
+        return fail(err, errlen, PS_ECONFIG,
+                    "layout: L is in stage %d; the loss is on the last stage (%d)",
+                    (int)w->loss_stage, (int)(w->stages - 1));
+    if (w->decoders != layers)
+        return fail(err, errlen, PS_ECONFIG,
+                    "layout: %lld decoder layers (t), but the model has %d", (long long)w->decoders,
+                    (int)layers);
+    if (w->mtps != mtp)
+        return fail(err, errlen, PS_ECONFIG, "layout: %lld MTP layers (m), but the model has %d",
+                    (long long)w->mtps, (int)mtp);
+    return 0;
+}
+
+static int split_layout(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
+                        ps_stage_layers *out, char *err, size_t errlen)
+{
+    int64_t found = 0;
+    int rc = scan_layout(layout, &found, err, errlen);
+    if (rc)
+        return rc;
+    if (found != stages)
+        return fail(err, errlen, PS_ECONFIG, "layout: %lld stages, but the split has %d",
+                    (long long)found, (int)stages);
+    walk_state w = {out, stages, 0, 0, 0, 0, -1, -1, 0};
+    rc = walk_layout(layout, &w, err, errlen);
+    if (rc)
+        return rc;
+    return check_totals(&w, layers, mtp, err, errlen);
+}
+
+/* ---- the even split ------------------------------------------------------------------------ */
+
+/*
+ * Megatron's rule (transformer_block.py, get_num_layers_to_build): without first/last the
+ * layers must divide evenly, with them the layers left must divide evenly over the stages
+ * left. Megatron applies first/last to a pipeline rank (all its virtual stages); here they
+ * apply to the first and the last virtual stage, as model.h declares.
+ */
+static int split_even(int32_t stages, int32_t layers, int32_t mtp, int32_t first, int32_t last,
+                      ps_stage_layers *out, char *err, size_t errlen)
+{
+    if (stages == 1) {
+        if ((first > 0 && first != layers) || (last > 0 && last != layers))
+            return fail(err, errlen, PS_ECONFIG,
+                        "one stage holds all %d layers; first (%d) and last (%d) must be 0 or %d",
+                        (int)layers, (int)first, (int)last, (int)layers);
+        out[0].layers = layers;
+    } else {
+        int64_t left = (int64_t)layers - first - last;
+        int32_t others = stages - (first > 0) - (last > 0);
+        if (left < 0)
+            return fail(err, errlen, PS_ECONFIG,
+                        "first (%d) and last (%d) stage layers exceed the %d layers", (int)first,
+                        (int)last, (int)layers);
+        if (others == 0 && left != 0)
+            return fail(err, errlen, PS_ECONFIG,
+                        "first (%d) and last (%d) stage layers leave %lld of the %d layers "
+                        "without a stage",
+                        (int)first, (int)last, (long long)left, (int)layers);
+        if (others > 0 && left % others != 0)
+            return fail(err, errlen, PS_ECONFIG,
+                        "%lld layers do not divide evenly over %d stages (set first/last stage "
+                        "layers or a layout)",
+                        (long long)left, (int)others);
+        for (int32_t i = 0; i < stages; i++)
+            out[i].layers = others > 0 ? (int32_t)(left / others) : 0;
+        if (first > 0)
+            out[0].layers = first;
+        if (last > 0)
+            out[stages - 1].layers = last;
+    }
+    out[0].embedding = 1;
+    out[stages - 1].loss = 1;
+    out[stages - 1].mtp = mtp;
+    return 0;
+}
+
+/* ---- the entry point ----------------------------------------------------------------------- */
+
+static int check_args(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
+                      int32_t first, int32_t last, const ps_stage_layers *out, char *err,
+                      size_t errlen)
+{
+    if (!out)
+        return fail(err, errlen, PS_EINVAL, "layout: out is NULL");
+    if (stages < 1 || stages > PS_MAX_STAGES)
+        return fail(err, errlen, PS_ERANGE, "stages must be in [1, %d]; got %d", PS_MAX_STAGES,
+                    (int)stages);
+    if (layers < 0 || mtp < 0 || first < 0 || last < 0)
+        return fail(err, errlen, PS_ECONFIG,
+                    "layer counts must be >= 0; got layers %d, mtp %d, first %d, last %d",
+                    (int)layers, (int)mtp, (int)first, (int)last);
+    if (layout && (first > 0 || last > 0))
+        return fail(err, errlen, PS_ECONFIG,
+                    "a layout fixes every stage: first (%d) and last (%d) stage layers must be 0",
+                    (int)first, (int)last);
+    return 0;
+}
+
+/* Numbers the decoder layers in stage order. */
+static void number_layers(ps_stage_layers *out, int32_t stages)
+{
+    int32_t next = 0;
+    for (int32_t i = 0; i < stages; i++) {
+        out[i].first_layer = next;
+        next += out[i].layers;
+    }
+}
+
+int ps_layout_split(const char *layout, int32_t stages, int32_t layers, int32_t mtp, int32_t first,
+                    int32_t last, ps_stage_layers *out, char *err, size_t errlen)
+{
+    int rc = check_args(layout, stages, layers, mtp, first, last, out, err, errlen);
+    if (rc)
+        return rc;
+    memset(out, 0, (size_t)stages * sizeof *out);
+    rc = layout ? split_layout(layout, stages, layers, mtp, out, err, errlen)
+                : split_even(stages, layers, mtp, first, last, out, err, errlen);
+    if (rc) {
+        memset(out, 0, (size_t)stages * sizeof *out);
+        return rc;
+    }
+    number_layers(out, stages);
+    return 0;
+}

@@ -1,0 +1,356 @@
+/*
+ * Check suite "layout": ps_layout_split, the layer partition from Megatron-LM's
+ * --pipeline-model-parallel-layout string or from an even split. Every expected partition is
+ * read off the string by hand (the comments unroll it) or worked from the even-split rule.
+ * SPDX-License-Identifier: MIT
+ */
+#include "common.h"
+
+#include <pipesched/model.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_TEST_STAGES 64
+
+/* One expected stage: first_layer, layers, embedding, mtp, loss. */
+typedef struct want_stage {
+    int32_t first_layer, layers, embedding, mtp, loss;
+} want_stage;
+
+static void expect_split(const char *layout, int32_t layers, int32_t mtp, int32_t first,
+                         int32_t last, const want_stage *want, int32_t stages)
+{
+    ps_stage_layers out[MAX_TEST_STAGES];
+    char err[256] = "";
+    int rc = ps_layout_split(layout, stages, layers, mtp, first, last, out, err, sizeof err);
+    ck_assert_msg(rc == 0, "%s: rc %d: %s", layout ? layout : "(even)", rc, err);
+    for (int32_t i = 0; i < stages; i++) {
+        ck_assert_msg(
+            out[i].first_layer == want[i].first_layer && out[i].layers == want[i].layers &&
+                out[i].embedding == want[i].embedding && out[i].mtp == want[i].mtp &&
+                out[i].loss == want[i].loss,
+            "%s: stage %d is {%d, %d, %d, %d, %d}, expected {%d, %d, %d, %d, %d}",
+            layout ? layout : "(even)", (int)i, (int)out[i].first_layer, (int)out[i].layers,
+            (int)out[i].embedding, (int)out[i].mtp, (int)out[i].loss, (int)want[i].first_layer,
+            (int)want[i].layers, (int)want[i].embedding, (int)want[i].mtp, (int)want[i].loss);
+    }
+}
+
+static void expect_error(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
+                         int32_t first, int32_t last, int code, const char *message)
+{
+    ps_stage_layers out[MAX_TEST_STAGES];
+    memset(out, 0, sizeof out);
+    char err[256] = "";
+    int rc = ps_layout_split(layout, stages, layers, mtp, first, last, out, err, sizeof err);
+    ck_assert_msg(rc == code, "%s: rc %d, expected %d (%s)", layout ? layout : "(even)", rc, code,
+                  err);
+    ck_assert_str_eq(err, message);
+    /* A failed split leaves nothing half-filled. */
+    for (int32_t i = 0; i < stages && i < MAX_TEST_STAGES && stages <= PS_MAX_STAGES; i++)
+        ck_assert(out[i].layers == 0 && out[i].embedding == 0 && out[i].loss == 0);
+}
+
+/* ---- valid layouts ------------------------------------------------------------------------- */
+
+START_TEST(layout_simple)
+{
+    /* "Ettt|tttt|tL": E + 3 t, 4 t, 1 t + L. */
+    const want_stage w[] = {{0, 3, 1, 0, 0}, {3, 4, 0, 0, 0}, {7, 1, 0, 0, 1}};
+    expect_split("Ettt|tttt|tL", 8, 0, 0, 0, w, 3);
+    /* One stage holds everything. */
+    const want_stage one[] = {{0, 3, 1, 0, 1}};
+    expect_split("EtttL", 3, 0, 0, 0, one, 1);
+    /* No decoder layers at all. */
+    const want_stage none[] = {{0, 0, 1, 0, 0}, {0, 0, 0, 0, 1}};
+    expect_split("E|L", 0, 0, 0, 0, none, 2);
+}
+END_TEST
+
+START_TEST(layout_symbol_repetition)
+{
+    /* "Et*3|t*2,m|L" = "Ettt|ttm|L". */
+    const want_stage w[] = {{0, 3, 1, 0, 0}, {3, 2, 0, 1, 0}, {5, 0, 0, 0, 1}};
+    expect_split("Et*3|t*2,m|L", 5, 1, 0, 0, w, 3);
+    /* "m*2" on the last stage: "Et*4|tm*2L" = "Etttt|tmmL". */
+    const want_stage m2[] = {{0, 4, 1, 0, 0}, {4, 1, 0, 2, 1}};
+    expect_split("Et*4|tm*2L", 5, 2, 0, 0, m2, 2);
+    /* The separator repeats too (Megatron's "(.)*N"): "E|*2t|L" = "E||t|L", and a stage may
+     * be empty (Megatron's docs: "E||t|L"). */
+    const want_stage empty[] = {{0, 0, 1, 0, 0}, {0, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {1, 0, 0, 0, 1}};
+    expect_split("E||t|L", 1, 0, 0, 0, empty, 4);
+    expect_split("E|*2t|L", 1, 0, 0, 0, empty, 4);
+    /* Commas are dropped wherever they stand, inside counts too: "E,t,*,1,0|L" = "Et*10|L". */
+    const want_stage commas[] = {{0, 10, 1, 0, 0}, {10, 0, 0, 0, 1}};
+    expect_split("E,t,*,1,0|L", 10, 0, 0, 0, commas, 2);
+    /* Leading zeros are read as Megatron's int() reads them: "t*03" = "ttt". */
+    const want_stage zeros[] = {{0, 3, 1, 0, 1}};
+    expect_split("Et*03L", 3, 0, 0, 0, zeros, 1);
+}
+END_TEST
+
+START_TEST(layout_group_repetition)
+{
+    /* "E|(tt|)*3L" = "E|tt|tt|tt|L": 5 stages. */
+    const want_stage w[] = {
+        {0, 0, 1, 0, 0}, {0, 2, 0, 0, 0}, {2, 2, 0, 0, 0}, {4, 2, 0, 0, 0}, {6, 0, 0, 0, 1}};
+    expect_split("E|(tt|)*3L", 6, 0, 0, 0, w, 5);
+    /* A repetition inside a group: "(t*2|)*2" = "tt|tt|"; "E(t*2|)*2tL" = "Ett|tt|tL". */
+    const want_stage inner[] = {{0, 2, 1, 0, 0}, {2, 2, 0, 0, 0}, {4, 1, 0, 0, 1}};
+    expect_split("E(t*2|)*2tL", 5, 0, 0, 0, inner, 3);
+    /* Megatron's docstring: "(|ab)*2,cd" -> "|ab|abcd"; here "E(|tt)*2,L" = "E|tt|ttL". */
+    const want_stage lead[] = {{0, 0, 1, 0, 0}, {0, 2, 0, 0, 0}, {2, 2, 0, 0, 1}};
+    expect_split("E(|tt)*2,L", 4, 0, 0, 0, lead, 3);
+}
+END_TEST
+
+START_TEST(layout_nested_groups)
+{
+    /* "(t|)*2" = "t|t|", so "(t(t|)*2)*2" = "tt|t|tt|t|" and "E(t(t|)*2)*2L" =
+     * "Ett|t|tt|t|L": stages "Ett", "t", "tt", "t", "L". */
+    const want_stage w[] = {
+        {0, 2, 1, 0, 0}, {2, 1, 0, 0, 0}, {3, 2, 0, 0, 0}, {5, 1, 0, 0, 0}, {6, 0, 0, 0, 1}};
+    expect_split("E(t(t|)*2)*2L", 6, 0, 0, 0, w, 5);
+    /* Three levels: "((t)*2)*3" = 6 t, "(((t)*2)*3|)*2" = "tttttt|tttttt|". */
+    const want_stage deep[] = {{0, 6, 1, 0, 0}, {6, 6, 0, 0, 0}, {12, 0, 0, 0, 1}};
+    expect_split("E(((t)*2)*3|)*2L", 12, 0, 0, 0, deep, 3);
+}
+END_TEST
+
+/*
+ * Megatron's example (docs, "Custom Pipeline Model Parallel Layout"): DeepSeek-V3, 61 decoder
+ * layers and 1 MTP layer on PP16 VPP2. "Et*3|(tt|)*29,m|L" = "Ettt" | 29 x "tt" | "m" | "L":
+ * 32 virtual stages; virtual stage s runs on rank s mod 16 as its chunk s / 16, so rank 0
+ * holds E + 3 t and 2 t, rank 14 holds 2 t and m, rank 15 holds 2 t and L, as the docs' table.
+ */
+START_TEST(layout_deepseek_v3)
+{
+    want_stage w[32];
+    w[0] = (want_stage){0, 3, 1, 0, 0};
+    for (int s = 1; s <= 29; s++)
+        w[s] = (want_stage){3 + 2 * (s - 1), 2, 0, 0, 0};
+    w[30] = (want_stage){61, 0, 0, 1, 0};
+    w[31] = (want_stage){61, 0, 0, 0, 1};
+    expect_split("Et*3|(tt|)*29,m|L", 61, 1, 0, 0, w, 32);
+    /* The table, by rank: rank 0 chunk 1 is virtual stage 16 (2 t from layer 33), rank 14
+     * chunk 1 is stage 30 (m), rank 15 chunk 1 is stage 31 (L), rank 15 chunk 0 is stage 15. */
+    ck_assert_int_eq(w[16].layers, 2);
+    ck_assert_int_eq(w[16].first_layer, 33);
+    ck_assert_int_eq(w[15].layers, 2);
+}
+END_TEST
+
+/* ---- invalid layouts ----------------------------------------------------------------------- */
+
+START_TEST(layout_syntax_errors)
+{
+    expect_error("Etx|L", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: unknown character 'x' at column 3 (E, t, m, L, |, (, ), *, comma)");
+    expect_error("Et t|L", 2, 2, 0, 0, 0, PS_ECONFIG,
+                 "layout: unknown character ' ' at column 3 (E, t, m, L, |, (, ), *, comma)");
+    expect_error("E\x01|L", 2, 0, 0, 0, 0, PS_ECONFIG, "layout: unknown byte 0x01 at column 2");
+    expect_error("E(tt|L", 2, 2, 0, 0, 0, PS_ECONFIG, "layout: '(' at column 2 is never closed");
+    expect_error("E(t(t)*2|L", 2, 3, 0, 0, 0, PS_ECONFIG,
+                 "layout: '(' at column 2 is never closed");
+    expect_error("Et)*2|L", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: ')' at column 3 has no matching '('");
+    expect_error("E(tt)|L", 2, 2, 0, 0, 0, PS_ECONFIG,
+                 "layout: the group closed at column 5 needs a count: (...)*N");
+    expect_error("E()*2|L", 2, 0, 0, 0, 0, PS_ECONFIG, "layout: the group at column 2 is empty");
+    /* Megatron drops the comma first: "(,)" is an empty group. */
+    expect_error("E(,)*2|L", 2, 0, 0, 0, 0, PS_ECONFIG, "layout: the group at column 2 is empty");
+    expect_error("Et*|L", 2, 1, 0, 0, 0, PS_ECONFIG, "layout: '*' at column 3 needs a count");
+    expect_error("Et*0|L", 2, 0, 0, 0, 0, PS_ECONFIG,
+                 "layout: the count 0 at column 3; a repetition is at least 1");
+    expect_error("*2E|L", 2, 0, 0, 0, 0, PS_ECONFIG,
+                 "layout: '*' at column 1 repeats nothing (it follows a symbol, '|' or ')')");
+    expect_error("E(*2t)*2|L", 2, 2, 0, 0, 0, PS_ECONFIG,
+                 "layout: '*' at column 3 repeats nothing (it follows a symbol, '|' or ')')");
+    expect_error("Et*2*3|L", 2, 6, 0, 0, 0, PS_ECONFIG,
+                 "layout: '*' at column 5 repeats nothing (it follows a symbol, '|' or ')')");
+}
+END_TEST
+
+START_TEST(layout_absurd_repetition)
+{
+    expect_error("Et*1000001|L", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: the count 1000001 at column 3 exceeds 1000000");
+    expect_error("Et*99999999999999999999|L", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: the count at column 3 has more than 7 digits");
+    /* (t*1000|) unrolls to 1001 symbols; 1000 of them are 1 001 000 > 1 000 000. */
+    expect_error("E(t*1000|)*1000L", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: unrolled past 1000000 symbols at column 10 (too many repetitions)");
+    /* 10^12 symbols are refused when the third ')' is read, before anything is walked. */
+    expect_error("E((((t)*1000)*1000)*1000)*1000|L", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: unrolled past 1000000 symbols at column 19 (too many repetitions)");
+    /* Commas count too: a group of one t and 2000 commas, 1000 times. */
+    char commas[2100];
+    memset(commas, ',', sizeof commas);
+    memcpy(commas, "E(t", 3);
+    memcpy(commas + 2003, ")*1000|L", 9);
+    expect_error(commas, 2, 1000, 0, 0, 0, PS_ECONFIG,
+                 "layout: unrolled past 1000000 symbols at column 2004 (too many repetitions)");
+    /* The cap is inclusive: "Et*999997|L" unrolls to 1 + 999 997 + 1 + 1 = 1 000 000 symbols;
+     * one t more and the L at column 11 is one too many. */
+    ps_stage_layers out[2];
+    char err[256] = "";
+    ck_assert_int_eq(ps_layout_split("Et*999997|L", 2, 999997, 0, 0, 0, out, err, sizeof err), 0);
+    ck_assert_int_eq(out[0].layers, 999997);
+    expect_error("Et*999998|L", 2, 999998, 0, 0, 0, PS_ECONFIG,
+                 "layout: unrolled past 1000000 symbols at column 11 (too many repetitions)");
+    /* 17 nested groups. */
+    char deep[80] = "E";
+    size_t n = 1;
+    for (int i = 0; i < 17; i++)
+        deep[n++] = '(';
+    deep[n++] = 't';
+    for (int i = 0; i < 17; i++) {
+        memcpy(deep + n, ")*1", 3);
+        n += 3;
+    }
+    memcpy(deep + n, "|L", 3);
+    expect_error(deep, 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: groups nest deeper than 16 at column 18");
+}
+END_TEST
+
+START_TEST(layout_count_mismatch)
+{
+    expect_error("Et|t|L", 2, 2, 0, 0, 0, PS_ECONFIG, "layout: 3 stages, but the split has 2");
+    expect_error("E|(tt|)*3L", 4, 6, 0, 0, 0, PS_ECONFIG, "layout: 5 stages, but the split has 4");
+    expect_error("Ett|L", 2, 3, 0, 0, 0, PS_ECONFIG,
+                 "layout: 2 decoder layers (t), but the model has 3");
+    expect_error("Ett|mL", 2, 2, 2, 0, 0, PS_ECONFIG,
+                 "layout: 1 MTP layers (m), but the model has 2");
+    expect_error("Ett|L", 2, 2, 1, 0, 0, PS_ECONFIG,
+                 "layout: 0 MTP layers (m), but the model has 1");
+}
+END_TEST
+
+START_TEST(layout_placement_errors)
+{
+    expect_error("Et|EL", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: a second E at column 4 (the embedding appears once)");
+    expect_error("E*2t|L", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: a second E at column 1 (the embedding appears once)");
+    expect_error("tE|L", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: E at column 2 must be the first layer of stage 0");
+    expect_error("|Et|L", 3, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: E at column 2 must be the first layer of stage 0");
+    expect_error("tt|L", 2, 2, 0, 0, 0, PS_ECONFIG, "layout: no E (the embedding) in the layout");
+    expect_error("Ett|t", 2, 3, 0, 0, 0, PS_ECONFIG, "layout: no L (the loss) in the layout");
+    expect_error("Et|L|", 3, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: L is in stage 1; the loss is on the last stage (2)");
+    expect_error("Et|Lt", 2, 2, 0, 0, 0, PS_ECONFIG,
+                 "layout: 't' at column 5 comes after L (the loss is the last layer)");
+    expect_error("Et|LL", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: a second L at column 5 (the loss appears once)");
+    expect_error("Et|L*2", 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: a second L at column 4 (the loss appears once)");
+    expect_error("Etm|tL", 2, 2, 1, 0, 0, PS_ECONFIG,
+                 "layout: 't' at column 5 comes after an MTP layer (decoder layers come first)");
+    expect_error("Etm|mL", 2, 1, 2, 0, 0, PS_ECONFIG,
+                 "layout: 'm' at column 5 is in stage 1, but the MTP layers are in stage 0 (all "
+                 "in one stage)");
+}
+END_TEST
+
+START_TEST(layout_argument_errors)
+{
+    ps_stage_layers out[2];
+    char err[256] = "";
+    ck_assert_int_eq(ps_layout_split("E|L", 2, 0, 0, 0, 0, NULL, err, sizeof err), PS_EINVAL);
+    ck_assert_str_eq(err, "layout: out is NULL");
+    ck_assert_int_eq(ps_layout_split("EL", 0, 0, 0, 0, 0, out, err, sizeof err), PS_ERANGE);
+    ck_assert_str_eq(err, "stages must be in [1, 65536]; got 0");
+    ck_assert_int_eq(ps_layout_split(NULL, PS_MAX_STAGES + 1, 0, 0, 0, 0, out, err, sizeof err),
+                     PS_ERANGE);
+    expect_error(NULL, 2, -1, 0, 0, 0, PS_ECONFIG,
+                 "layer counts must be >= 0; got layers -1, mtp 0, first 0, last 0");
+    expect_error(NULL, 2, 4, 0, 0, -2, PS_ECONFIG,
+                 "layer counts must be >= 0; got layers 4, mtp 0, first 0, last -2");
+    expect_error("Ett|L", 2, 2, 0, 2, 0, PS_ECONFIG,
+                 "a layout fixes every stage: first (2) and last (0) stage layers must be 0");
+    /* err may be NULL, and a short err is cut, not overrun. */
+    ck_assert_int_eq(ps_layout_split("Ex|L", 2, 0, 0, 0, 0, out, NULL, 0), PS_ECONFIG);
+    char small[8];
+    ck_assert_int_eq(ps_layout_split("Ex|L", 2, 0, 0, 0, 0, out, small, sizeof small), PS_ECONFIG);
+    ck_assert_str_eq(small, "layout:");
+}
+END_TEST
+
+/* ---- the even split ------------------------------------------------------------------------ */
+
+START_TEST(layout_even_divisible)
+{
+    /* 8 layers over 4 stages: 2 each; MTP with the loss on the last stage. */
+    const want_stage w[] = {{0, 2, 1, 0, 0}, {2, 2, 0, 0, 0}, {4, 2, 0, 0, 0}, {6, 2, 0, 1, 1}};
+    expect_split(NULL, 8, 1, 0, 0, w, 4);
+    const want_stage one[] = {{0, 5, 1, 0, 1}};
+    expect_split(NULL, 5, 0, 0, 0, one, 1);
+    expect_split(NULL, 5, 0, 5, 5, one, 1);
+    const want_stage zero[] = {{0, 0, 1, 0, 0}, {0, 0, 0, 0, 1}};
+    expect_split(NULL, 0, 0, 0, 0, zero, 2);
+    /* Megatron refuses layers that do not divide (num_layers % pp, then % vpp). */
+    expect_error(NULL, 4, 7, 0, 0, 0, PS_ECONFIG,
+                 "7 layers do not divide evenly over 4 stages (set first/last stage layers or a "
+                 "layout)");
+    /* DeepSeek-V3's 61 layers over 32 virtual stages. */
+    expect_error(NULL, 32, 61, 1, 0, 0, PS_ECONFIG,
+                 "61 layers do not divide evenly over 32 stages (set first/last stage layers or "
+                 "a layout)");
+}
+END_TEST
+
+START_TEST(layout_even_first_last)
+{
+    /* 9 layers, first 1, last 2: 6 left over 3 stages = 2 each. */
+    const want_stage fl[] = {
+        {0, 1, 1, 0, 0}, {1, 2, 0, 0, 0}, {3, 2, 0, 0, 0}, {5, 2, 0, 0, 0}, {7, 2, 0, 0, 1}};
+    expect_split(NULL, 9, 0, 1, 2, fl, 5);
+    /* 10 layers, first 1: 9 over 3 = 3. */
+    const want_stage f[] = {{0, 1, 1, 0, 0}, {1, 3, 0, 0, 0}, {4, 3, 0, 0, 0}, {7, 3, 0, 0, 1}};
+    expect_split(NULL, 10, 0, 1, 0, f, 4);
+    /* 10 layers, last 2, MTP 1: 8 over 2 = 4. */
+    const want_stage l[] = {{0, 4, 1, 0, 0}, {4, 4, 0, 0, 0}, {8, 2, 0, 1, 1}};
+    expect_split(NULL, 10, 1, 0, 2, l, 3);
+    /* Two stages, both fixed: they must sum to the layers. */
+    const want_stage two[] = {{0, 2, 1, 0, 0}, {2, 3, 0, 0, 1}};
+    expect_split(NULL, 5, 0, 2, 3, two, 2);
+    expect_error(NULL, 2, 5, 0, 2, 2, PS_ECONFIG,
+                 "first (2) and last (2) stage layers leave 1 of the 5 layers without a stage");
+    expect_error(NULL, 4, 10, 0, 1, 2, PS_ECONFIG,
+                 "7 layers do not divide evenly over 2 stages (set first/last stage layers or a "
+                 "layout)");
+    expect_error(NULL, 3, 3, 0, 2, 2, PS_ECONFIG,
+                 "first (2) and last (2) stage layers exceed the 3 layers");
+    expect_error(NULL, 1, 4, 0, 3, 0, PS_ECONFIG,
+                 "one stage holds all 4 layers; first (3) and last (0) must be 0 or 4");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("layout");
+    TCase *parse = tcase_create("parse");
+    tcase_add_test(parse, layout_simple);
+    tcase_add_test(parse, layout_symbol_repetition);
+    tcase_add_test(parse, layout_group_repetition);
+    tcase_add_test(parse, layout_nested_groups);
+    tcase_add_test(parse, layout_deepseek_v3);
+    suite_add_tcase(su, parse);
+    TCase *errors = tcase_create("errors");
+    tcase_add_test(errors, layout_syntax_errors);
+    tcase_add_test(errors, layout_absurd_repetition);
+    tcase_add_test(errors, layout_count_mismatch);
+    tcase_add_test(errors, layout_placement_errors);
+    tcase_add_test(errors, layout_argument_errors);
+    suite_add_tcase(su, errors);
+    TCase *even = tcase_create("even");
+    tcase_add_test(even, layout_even_divisible);
+    tcase_add_test(even, layout_even_first_last);
+    suite_add_tcase(su, even);
+    return run_suite(su);
+}
