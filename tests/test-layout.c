@@ -200,6 +200,17 @@ START_TEST(layout_absurd_repetition)
     ck_assert_int_eq(out[0].layers, 999997);
     expect_error("Et*999998|L", 2, 999998, 0, 0, 0, PS_ECONFIG,
                  "layout: unrolled past 1000000 symbols at column 11 (too many repetitions)");
+    /* Commas alone count as well: "Et|L" and then commas, the 999 997th of them (column
+     * 1 000 001) is one past the cap. */
+    size_t len = 4 + 1000000;
+    char *many = malloc(len + 1);
+    ck_assert_ptr_nonnull(many);
+    memcpy(many, "Et|L", 4);
+    memset(many + 4, ',', len - 4);
+    many[len] = '\0';
+    expect_error(many, 2, 1, 0, 0, 0, PS_ECONFIG,
+                 "layout: unrolled past 1000000 symbols at column 1000001 (too many repetitions)");
+    free(many);
     /* 17 nested groups. */
     char deep[80] = "E";
     size_t n = 1;

@@ -137,9 +137,12 @@ static int scan_layout(const char *s, int64_t *stages_found, char *err, size_t e
         char c = s[i];
         rc = 0;
         if (c == ',') {
-            /* The walk reads a comma once per visit: it counts, and is capped with the group
-             * that holds it when the group closes. */
-            frames[depth].unrolled++;
+            /* The walk reads a comma once per visit of its group: it counts, and keeps every
+             * frame within the cap (so the products below cannot overflow). */
+            if (++frames[depth].unrolled > LAYOUT_MAX_UNROLLED)
+                return fail(err, errlen, PS_ECONFIG,
+                            "layout: unrolled past %d symbols at column %zu (too many repetitions)",
+                            LAYOUT_MAX_UNROLLED, i + 1);
             i++;
         } else if (is_symbol(c) || c == '|' || c == ')') {
             int64_t unrolled = 1, separators = c == '|';
@@ -160,7 +163,7 @@ static int scan_layout(const char *s, int64_t *stages_found, char *err, size_t e
                 rc = read_count(s, j, &count, &next, err, errlen);
                 if (rc)
                     return rc;
-                unrolled *= count; /* both <= LAYOUT_MAX_UNROLLED: no overflow */
+                unrolled *= count; /* both <= LAYOUT_MAX_UNROLLED: at most 10^12 */
                 separators *= count;
             } else if (c == ')') {
                 return fail(err, errlen, PS_ECONFIG,
