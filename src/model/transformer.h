@@ -1,0 +1,41 @@
+/*
+ * The model's internal names, shared by transformer.c (the built-in table, the checks, the
+ * parameter counts) and hf.c (the HuggingFace config.json loader). Not installed.
+ *
+ * The ranges of the ps_transformer fields are declared once, in transformer.c's field table:
+ * ps_transformer_check() applies them by field name, and the HF loader applies the same
+ * limits to the key that fills a field, so that a config's absurd value is reported under the
+ * key the user wrote.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PS_MODEL_TRANSFORMER_H
+#define PS_MODEL_TRANSFORMER_H
+
+#include "internal.h"
+
+#include <pipesched/model.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define PS__MODEL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PS__MODEL_PRINTF(f, a)
+#endif
+
+/* One int32_t field of ps_transformer and its accepted range. */
+typedef struct ps__transformer_field {
+    const char *name; /* the field's name in model.h */
+    size_t offset;    /* offsetof(ps_transformer, field) */
+    int32_t min, max;
+} ps__transformer_field;
+
+/* The field stored at offset (an offsetof(ps_transformer, ...)), or NULL. */
+const ps__transformer_field *ps__transformer_field_at(size_t offset);
+
+/* snprintf into err (errlen bytes; err may be NULL or errlen 0); returns code. */
+int ps__transformer_err(char *err, size_t errlen, int code, const char *fmt, ...)
+    PS__MODEL_PRINTF(4, 5);
+
+#endif /* PS_MODEL_TRANSFORMER_H */
