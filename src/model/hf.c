@@ -97,6 +97,7 @@ typedef struct hf_read {
     ps_transformer *t;
     ps__json_diag diag;
     const char *set_by[N_SLOTS]; /* the key that filled each field, NULL = none */
+    bool present[N_SLOTS];       /* a key of the field was in the config, valid or not */
     const char *model_type;      /* NULL when absent */
     bool gpt2;                   /* GPT-2's key names (n_embd, ...) or model_type "gpt2" */
 } hf_read;
@@ -215,8 +216,10 @@ static void read_table_keys(hf_read *r, const cJSON *root)
 {
     for (size_t i = 0; i < N_KEYS; i++) {
         const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, keys[i].key);
-        if (it)
+        if (it) {
+            r->present[keys[i].offset / sizeof(int32_t)] = true;
             read_key(r, &keys[i], it);
+        }
     }
 }
 
@@ -370,9 +373,10 @@ static void read_name(hf_read *r, const cJSON *root)
 
 /* ---- defaults ------------------------------------------------------------------------------ */
 
+/* Reports a field no key mentioned (a key with a wrong value was reported already). */
 static void require(hf_read *r, size_t offset, const char *key)
 {
-    if (!was_set(r, offset))
+    if (!r->present[offset / sizeof(int32_t)])
         ps__json_error(&r->diag, key, "missing (required)");
 }
 
@@ -388,7 +392,7 @@ static void fill_defaults(hf_read *r)
         t->kv_heads = t->heads; /* absent or null: MHA */
     if (t->ffn == 0 && r->gpt2)
         t->ffn = 4 * t->hidden; /* GPT-2: n_inner null means 4 n_embd */
-    else if (!was_set(r, offsetof(ps_transformer, ffn)) &&
+    else if (!r->present[offsetof(ps_transformer, ffn) / sizeof(int32_t)] &&
              !(t->experts > 0 && t->first_dense == 0 && t->moe_ffn > 0))
         ps__json_error(&r->diag, "intermediate_size", "missing (required: the MLP size)");
     if (!was_set(r, offsetof(ps_transformer, tied_embeddings)))
