@@ -14,85 +14,8 @@
 /* Larger texts are refused before parsing: no real config comes close. */
 #define CONFIG_MAX_BYTES ((size_t)64 << 20)
 /* Bytes of the input quoted after "near" in a parse error. */
-#define NEAR_MAX 16
 
 /* ---- parse errors -------------------------------------------------------------------------- */
-
-static bool is_space(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
-}
-
-/* Reports a parse problem at byte offset off of text as "line L, column C: what near ...". */
-static int parse_error(ps_problem *pb, const char *text, size_t len, size_t off, const char *what)
-{
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-        if (text[i] == '\n') {
-            line++;
-            col = 1;
-        } else if (((unsigned char)text[i] & 0xc0) != 0x80) {
-            /* Columns count characters: UTF-8 continuation bytes do not start one. */
-            col++;
-        }
-    }
-    /* Up to NEAR_MAX bytes of the rest of the line, escaped (at most 6 characters each). */
-    char near[NEAR_MAX * 6 + 1] = "";
-    size_t n = 0;
-    while (off + n < len && n < NEAR_MAX && text[off + n] != '\n' && text[off + n] != '\r')
-        n++;
-    ps__json_escape(near, sizeof near, text + off, n);
-    return ps__seterr(pb->err, PS_EPARSE, "line %zu, column %zu: %s%s%s%s", line, col, what,
-                      n ? " near \"" : "", near, n ? "\"" : "");
-}
-
-/*
- * cJSON stores keys and strings as C strings, so "\u0000" would silently cut them ("pp\u0000x"
- * would read as "pp"). Refuse it instead. Called on text that parsed, where every backslash is
- * inside a string; returns the offset of the escape or len when there is none.
- */
-static size_t find_nul_escape(const char *text, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] != '\\')
-            continue;
-        if (i + 5 < len && text[i + 1] == 'u' && !memcmp(text + i + 2, "0000", 4))
-            return i;
-        i++; /* skip the escaped character, so that "\\u0000" is not mistaken for one */
-    }
-    return len;
-}
-
-/* Parses text into *root; on failure returns the parse error with its line and column. */
-static int parse(ps_problem *pb, const char *text, size_t len, cJSON **root)
-{
-    /* A raw NUL would end a key or string early inside cJSON; JSON forbids it anyway. */
-    const char *nul = memchr(text, '\0', len);
-    if (nul)
-        return parse_error(pb, text, len, (size_t)(nul - text), "NUL byte in the input");
-    const char *end = NULL;
-    *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!*root) {
-        size_t off = end ? (size_t)(end - text) : 0;
-        bool empty = true;
-        for (size_t i = 0; i < len && empty; i++)
-            empty = is_space(text[i]);
-        if (empty)
-            return ps__seterr(pb->err, PS_EPARSE,
-                              "line 1, column 1: empty input (expected a JSON object)");
-        return parse_error(pb, text, len, off, "malformed JSON");
-    }
-    /* cJSON stops after the value and, without require_null_terminated, ignores the rest. */
-    size_t off = (size_t)(end - text);
-    while (off < len && is_space(text[off]))
-        off++;
-    if (off < len)
-        return parse_error(pb, text, len, off, "unexpected data after the JSON value");
-    off = find_nul_escape(text, len);
-    if (off < len)
-        return parse_error(pb, text, len, off, "\\u0000 in a string is not supported");
-    return 0;
-}
 
 /* ---- checking ------------------------------------------------------------------------------ */
 
@@ -272,7 +195,7 @@ int ps_problem_load_json(ps_problem *pb, const char *text, size_t len)
         return ps__seterr(pb->err, PS_ERANGE, "config is %zu bytes; the limit is %zu (64 MiB)", len,
                           CONFIG_MAX_BYTES);
     cJSON *root = NULL;
-    int rc = parse(pb, text, len, &root);
+    int rc = ps__json_parse(text, len, &root, pb->err);
     if (rc)
         goto out;
     if (!cJSON_IsObject(root)) {

@@ -10,6 +10,97 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ---- parsing ------------------------------------------------------------------------------- */
+
+/* Bytes of the input quoted after "near" in a parse error. */
+#define NEAR_MAX 16
+
+static bool is_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+/* Reports a parse problem at byte offset off of text as "line L, column C: what near ...". */
+static int parse_error(char *err, const char *text, size_t len, size_t off, const char *what)
+{
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < off && i < len; i++) {
+        if (text[i] == '\n') {
+            line++;
+            col = 1;
+        } else if (((unsigned char)text[i] & 0xc0) != 0x80) {
+            /* Columns count characters: UTF-8 continuation bytes do not start one. */
+            col++;
+        }
+    }
+    /* Up to NEAR_MAX bytes of the rest of the line, escaped (at most 6 characters each). */
+    char near[NEAR_MAX * 6 + 1] = "";
+    size_t n = 0;
+    while (off + n < len && n < NEAR_MAX && text[off + n] != '\n' && text[off + n] != '\r')
+        n++;
+    ps__json_escape(near, sizeof near, text + off, n);
+    return ps__seterr(err, PS_EPARSE, "line %zu, column %zu: %s%s%s%s", line, col, what,
+                      n ? " near \"" : "", near, n ? "\"" : "");
+}
+
+/*
+ * cJSON stores keys and strings as C strings, so "\u0000" would silently cut them ("pp\u0000x"
+ * would read as "pp"). Refuse it instead. Called on text that parsed, where every backslash is
+ * inside a string; returns the offset of the escape or len when there is none.
+ */
+static size_t find_nul_escape(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] != '\\')
+            continue;
+        if (i + 5 < len && text[i + 1] == 'u' && !memcmp(text + i + 2, "0000", 4))
+            return i;
+        i++; /* skip the escaped character, so that "\\u0000" is not mistaken for one */
+    }
+    return len;
+}
+
+static int parse_value(const char *text, size_t len, cJSON **root, char *err)
+{
+    /* A raw NUL would end a key or string early inside cJSON; JSON forbids it anyway. */
+    const char *nul = memchr(text, '\0', len);
+    if (nul)
+        return parse_error(err, text, len, (size_t)(nul - text), "NUL byte in the input");
+    const char *end = NULL;
+    *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!*root) {
+        size_t off = end ? (size_t)(end - text) : 0;
+        bool empty = true;
+        for (size_t i = 0; i < len && empty; i++)
+            empty = is_space(text[i]);
+        if (empty)
+            return ps__seterr(err, PS_EPARSE,
+                              "line 1, column 1: empty input (expected a JSON object)");
+        return parse_error(err, text, len, off, "malformed JSON");
+    }
+    /* cJSON stops after the value and, without require_null_terminated, ignores the rest. */
+    size_t off = (size_t)(end - text);
+    while (off < len && is_space(text[off]))
+        off++;
+    if (off < len)
+        return parse_error(err, text, len, off, "unexpected data after the JSON value");
+    off = find_nul_escape(text, len);
+    if (off < len)
+        return parse_error(err, text, len, off, "\\u0000 in a string is not supported");
+    return 0;
+}
+
+int ps__json_parse(const char *text, size_t len, cJSON **root, char *err)
+{
+    *root = NULL;
+    int rc = parse_value(text, len, root, err);
+    if (rc) {
+        cJSON_Delete(*root);
+        *root = NULL;
+    }
+    return rc;
+}
+
 /* ---- strings ------------------------------------------------------------------------------- */
 
 void ps__json_escape(char *buf, size_t cap, const char *s, size_t n)

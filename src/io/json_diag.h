@@ -34,6 +34,17 @@
 /* Room for one reported item (path, message and a quoted value). */
 #define PS__JSON_ITEM_LEN 768
 
+/* ---- parsing ------------------------------------------------------------------------------- */
+
+/*
+ * Parses text (len bytes) as one JSON value into *root, which the caller frees with
+ * cJSON_Delete. On failure *root is NULL, err (PS__ERRLEN bytes) says "line L, column C: what
+ * near \"...\"" and the result is PS_EPARSE: a NUL byte, empty input, malformed JSON, data after
+ * the value, or "\u0000" in a string (cJSON keeps C strings, so it would cut the string there).
+ * Every JSON file pipesched reads goes through here, so they all report a bad file alike.
+ */
+int ps__json_parse(const char *text, size_t len, cJSON **root, char *err);
+
 /* ---- strings ------------------------------------------------------------------------------- */
 
 /* Appends s[0..n) to buf (size cap, NUL-terminated) as the inside of a JSON string literal. */

@@ -24,8 +24,6 @@
 /* The largest value of any figure: no device comes within orders of magnitude of it, so a
  * value beyond it is a typo or a unit mistake (TFLOP/s written as FLOP/s). */
 #define HW_MAX 1e6
-/* Bytes of the input quoted after "near" in a parse error. */
-#define NEAR_MAX 16
 
 /* ---- the generic efficiency figures ------------------------------------------------------------
  *
@@ -372,63 +370,6 @@ int ps_hardware_check(const ps_hardware *hw, char *err, size_t errlen)
 
 /* ---- the hardware file ---------------------------------------------------------------------- */
 
-static bool is_space(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
-}
-
-/*
- * A parse problem at byte offset off as "line L, column C: what near ...", the layout of the
- * configuration loader's parse errors (src/io/config.c). Columns count characters.
- */
-static int parse_error(char *msg, const char *text, size_t len, size_t off, const char *what)
-{
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-        if (text[i] == '\n') {
-            line++;
-            col = 1;
-        } else if (((unsigned char)text[i] & 0xc0) != 0x80) {
-            col++;
-        }
-    }
-    char near[NEAR_MAX * 6 + 1] = "";
-    size_t n = 0;
-    while (off + n < len && n < NEAR_MAX && text[off + n] != '\n' && text[off + n] != '\r')
-        n++;
-    ps__json_escape(near, sizeof near, text + off, n);
-    return ps__seterr(msg, PS_EPARSE, "line %zu, column %zu: %s%s%s%s", line, col, what,
-                      n ? " near \"" : "", near, n ? "\"" : "");
-}
-
-/* Parses text into *root, or writes the parse error into msg (PS__ERRLEN). */
-static int parse(const char *text, size_t len, cJSON **root, char *msg)
-{
-    const char *nul = memchr(text, '\0', len);
-    if (nul)
-        return parse_error(msg, text, len, (size_t)(nul - text), "NUL byte in the input");
-    const char *end = NULL;
-    *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!*root) {
-        bool empty = true;
-        for (size_t i = 0; i < len && empty; i++)
-            empty = is_space(text[i]);
-        if (empty)
-            return ps__seterr(msg, PS_EPARSE,
-                              "line 1, column 1: empty input (expected a JSON object)");
-        return parse_error(msg, text, len, end ? (size_t)(end - text) : 0, "malformed JSON");
-    }
-    size_t off = (size_t)(end - text);
-    while (off < len && is_space(text[off]))
-        off++;
-    if (off < len) {
-        cJSON_Delete(*root);
-        *root = NULL;
-        return parse_error(msg, text, len, off, "unexpected data after the JSON value");
-    }
-    return 0;
-}
-
 /* Whether an earlier member of the object than it has the same key. */
 static bool repeated(const cJSON *root, const cJSON *it)
 {
@@ -538,7 +479,7 @@ int ps_hardware_from_json(const char *json, size_t len, ps_hardware *out, char *
         return put_err(err, errlen, PS_EINVAL, "hardware file: NULL text or output");
     char msg[PS__ERRLEN];
     cJSON *root = NULL;
-    int rc = parse(json, len, &root, msg);
+    int rc = ps__json_parse(json, len, &root, msg);
     if (rc)
         return put_err(err, errlen, rc, msg);
     ps__json_diag d;

@@ -25,8 +25,6 @@
 
 /* Larger texts are refused before parsing: a config.json is a few kilobytes. */
 #define HF_MAX_BYTES ((size_t)16 << 20)
-/* Bytes of the input quoted after "near" in a parse error. */
-#define NEAR_MAX 16
 
 /* ---- the keys ------------------------------------------------------------------------------ */
 
@@ -104,57 +102,15 @@ typedef struct hf_read {
 
 /* ---- parsing ------------------------------------------------------------------------------- */
 
-static bool is_space(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
-}
-
-/* "line L, column C: what near ..." for the byte at offset off, as the config loader says it. */
-static int parse_error(char *err, size_t errlen, const char *text, size_t len, size_t off,
-                       const char *what)
-{
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-        if (text[i] == '\n') {
-            line++;
-            col = 1;
-        } else if (((unsigned char)text[i] & 0xc0) != 0x80) {
-            col++; /* columns count characters, not UTF-8 continuation bytes */
-        }
-    }
-    char near[NEAR_MAX * 6 + 1] = "";
-    size_t n = 0;
-    while (off + n < len && n < NEAR_MAX && text[off + n] != '\n' && text[off + n] != '\r')
-        n++;
-    ps__json_escape(near, sizeof near, text + off, n);
-    return ps__transformer_err(err, errlen, PS_EPARSE, "line %zu, column %zu: %s%s%s%s", line, col,
-                               what, n ? " near \"" : "", near, n ? "\"" : "");
-}
-
 static int parse(const char *json, size_t len, cJSON **root, char *err, size_t errlen)
 {
     if (len > HF_MAX_BYTES)
         return ps__transformer_err(err, errlen, PS_ERANGE, "config.json of %zu bytes (at most %zu)",
                                    len, HF_MAX_BYTES);
-    const char *nul = memchr(json, '\0', len);
-    if (nul)
-        return parse_error(err, errlen, json, len, (size_t)(nul - json), "NUL byte in the input");
-    size_t off = 0;
-    while (off < len && is_space(json[off]))
-        off++;
-    if (off == len)
-        return ps__transformer_err(err, errlen, PS_EPARSE,
-                                   "line 1, column 1: empty input (expected a JSON object)");
-    const char *end = NULL;
-    *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-    if (!*root)
-        return parse_error(err, errlen, json, len, end ? (size_t)(end - json) : 0,
-                           "malformed JSON");
-    off = (size_t)(end - json);
-    while (off < len && is_space(json[off]))
-        off++;
-    if (off < len)
-        return parse_error(err, errlen, json, len, off, "unexpected data after the JSON value");
+    char msg[PS__ERRLEN];
+    int rc = ps__json_parse(json, len, root, msg);
+    if (rc)
+        return ps__transformer_err(err, errlen, rc, "%s", msg);
     if (!cJSON_IsObject(*root)) {
         char got[PS__JSON_ITEM_LEN];
         ps__json_describe(got, sizeof got, *root);
