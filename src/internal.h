@@ -66,8 +66,18 @@ struct ps_problem {
     int32_t *stage_layers;
     size_t n_stage_layers;
     ps_a2a_info a2a;
+    /* Per-stage durations added to the planned F, I and W of a MoE model (n_moe_extra entries,
+     * 0 = none): what a stage runs besides its layers (the embedding, the output layer and the
+     * loss). Set only through ps__problem_set_moe_extra(), not by configs. */
+    ps_stage_cost *moe_extra;
+    size_t n_moe_extra;
     char err[PS__ERRLEN];
 };
+
+/* Per-stage durations that the simulator adds, in MoE mode, to each stage's planned F, I and W
+ * (and to the parts of fused pairs); one entry per virtual stage, n == 0 clears. Copied.
+ * PS_ERANGE names a value that is not finite or outside [0, PS_MAX_COST]. */
+int ps__problem_set_moe_extra(ps_problem *pb, const ps_stage_cost *c, size_t n);
 
 /* ---- schedule ------------------------------------------------------------------------------- */
 

@@ -46,6 +46,7 @@ void ps_problem_free(ps_problem *pb)
     ps__free(&a, pb->stage_costs, pb->n_stage_costs, sizeof *pb->stage_costs);
     ps__free(&a, pb->stage_mem, pb->n_stage_mem, sizeof *pb->stage_mem);
     ps__free(&a, pb->stage_layers, pb->n_stage_layers, sizeof *pb->stage_layers);
+    ps__free(&a, pb->moe_extra, pb->n_moe_extra, sizeof *pb->moe_extra);
     ps__free(&a, pb, 1, sizeof *pb);
 }
 
@@ -197,6 +198,27 @@ int ps_problem_set_stage_costs(ps_problem *pb, const ps_stage_cost *c, size_t n)
                                   cost_names[k], PS_MAX_COST, v[k]);
     }
     return replace_stages(pb, &pb->stage_costs, &pb->n_stage_costs, c, n);
+}
+
+/* The performance model (src/model/) adds the work of a stage that is not a layer (embedding,
+ * output layer, loss) to the planner's durations of a MoE model through this table; the public
+ * stage_costs stay exclusive with a MoE model (both would give the layers' durations). */
+int ps__problem_set_moe_extra(ps_problem *pb, const ps_stage_cost *c, size_t n)
+{
+    if (!pb || (n && !c))
+        return PS_EINVAL;
+    if (n > PS_MAX_STAGES)
+        return ps__seterr(pb->err, PS_ERANGE, "moe extra costs have %zu entries; the limit is %d",
+                          n, PS_MAX_STAGES);
+    for (size_t i = 0; i < n; i++) {
+        const double v[3] = {c[i].f, c[i].b, c[i].w};
+        for (int k = 0; k < 3; k++)
+            if (!isfinite(v[k]) || v[k] < 0 || v[k] > PS_MAX_COST)
+                return ps__seterr(pb->err, PS_ERANGE,
+                                  "moe extra cost [%zu].%s must be finite and in [0, %g]; got %g",
+                                  i, cost_names[k], PS_MAX_COST, v[k]);
+    }
+    return replace_stages(pb, &pb->moe_extra, &pb->n_moe_extra, c, n);
 }
 
 size_t ps_problem_stage_costs(const ps_problem *pb, const ps_stage_cost **out)

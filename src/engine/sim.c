@@ -112,16 +112,10 @@ static int reserve(ps_sim *sim, const ps_schedule *s)
     return 0;
 }
 
-static double duration(const ps_sim *sim, const ps_action *a)
+/* Duration of a from the per-stage table; a fused pair's default is its parts' sum (fb_cost:
+ * the problem's fused cost replaces it when set). */
+static double stage_duration(const ps_sim *sim, const ps_action *a, int fb_cost)
 {
-    if (sim->moe)
-        return ps__sim_moe_of(sim, a)->dur;
-    if (!sim->stage_cost) {
-        /* A fused pair whose backward part is an I leaves its W for later. */
-        if (a->kind == PS_FB && a->bkind == PS_I && sim->cost[PS_COST_FB] < 0)
-            return sim->dur_by_kind[PS_F] + sim->dur_by_kind[PS_I];
-        return sim->dur_by_kind[a->kind];
-    }
     const ps_stage_cost *c = &sim->stage_cost[a->stage];
     switch (a->kind) {
     case PS_F:
@@ -133,7 +127,7 @@ static double duration(const ps_sim *sim, const ps_action *a)
     case PS_B:
         return c->b + c->w;
     case PS_FB: {
-        if (sim->cost[PS_COST_FB] >= 0)
+        if (fb_cost && sim->cost[PS_COST_FB] >= 0)
             return sim->cost[PS_COST_FB];
         const ps_stage_cost *d = &sim->stage_cost[a->bstage];
         return c->f + d->b + (a->bkind == PS_B ? d->w : 0.0);
@@ -141,6 +135,23 @@ static double duration(const ps_sim *sim, const ps_action *a)
     default:
         return 0.0;
     }
+}
+
+/* In MoE mode the plan gives the duration and stage_cost, when present, holds the problem's
+ * per-stage extras (ps__problem_set_moe_extra), added to each part. */
+static double duration(const ps_sim *sim, const ps_action *a)
+{
+    if (sim->moe) {
+        double d = ps__sim_moe_of(sim, a)->dur;
+        return sim->stage_cost ? d + stage_duration(sim, a, 0) : d;
+    }
+    if (!sim->stage_cost) {
+        /* A fused pair whose backward part is an I leaves its W for later. */
+        if (a->kind == PS_FB && a->bkind == PS_I && sim->cost[PS_COST_FB] < 0)
+            return sim->dur_by_kind[PS_F] + sim->dur_by_kind[PS_I];
+        return sim->dur_by_kind[a->kind];
+    }
+    return stage_duration(sim, a, 1);
 }
 
 double ps_sim_duration(const ps_sim *sim, const ps_action *a)
@@ -395,25 +406,30 @@ static int check_inputs(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     rc = check_stage_count(sim, "stage_memory", pb->n_stage_mem, s->nstages);
     if (rc)
         return rc;
+    if (pb->has_moe && (rc = check_stage_count(sim, "the MoE extra costs", pb->n_moe_extra,
+                                                s->nstages)))
+        return rc;
     if (pb->has_moe && pb->n_stage_costs)
         return ps__seterr(sim->err, PS_ECONFIG,
                           "both stage_costs and a MoE model give durations; use one of them");
     return 0;
 }
 
-/* Copies the problem's per-stage costs and memory (the problem may change or go after the run,
- * the durations must not). */
+/* Copies the problem's per-stage costs (in MoE mode its per-stage extras) and memory (the
+ * problem may change or go after the run, the durations must not). */
 static int copy_stage_tables(ps_sim *sim, const ps_problem *pb)
 {
     ps__free(&sim->al, sim->stage_cost, sim->nstage_cost, sizeof *sim->stage_cost);
     sim->stage_cost = NULL;
     sim->nstage_cost = 0;
-    if (pb->n_stage_costs) {
-        sim->stage_cost = ps__alloc(&sim->al, pb->n_stage_costs, sizeof *sim->stage_cost);
+    const ps_stage_cost *costs = pb->has_moe ? pb->moe_extra : pb->stage_costs;
+    size_t ncost = pb->has_moe ? pb->n_moe_extra : pb->n_stage_costs;
+    if (ncost) {
+        sim->stage_cost = ps__alloc(&sim->al, ncost, sizeof *sim->stage_cost);
         if (!sim->stage_cost)
             return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        memcpy(sim->stage_cost, pb->stage_costs, pb->n_stage_costs * sizeof *sim->stage_cost);
-        sim->nstage_cost = pb->n_stage_costs;
+        memcpy(sim->stage_cost, costs, ncost * sizeof *sim->stage_cost);
+        sim->nstage_cost = ncost;
     }
     ps__free(&sim->al, sim->stage_mem, sim->nstage_mem, sizeof *sim->stage_mem);
     sim->stage_mem = NULL;

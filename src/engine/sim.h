@@ -25,7 +25,8 @@ struct ps_sim {
     const ps_schedule *s;
 
     /* Cost model, copied from the problem so that durations stay available after the run:
-     * the problem's costs, the per-stage costs (stage_cost, NULL when uniform) and the uniform
+     * the problem's costs, the per-stage costs (stage_cost, NULL when uniform; in MoE mode the
+     * per-stage extras added to the plans, NULL when none) and the uniform
      * duration of each action kind. */
     double cost[5];
     ps_stage_cost *stage_cost;
