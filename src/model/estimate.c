@@ -1,0 +1,793 @@
+/*
+ * ps_estimate_run: a real model on real hardware with a parallel setup, turned into per-stage
+ * durations in seconds and per-stage activation bytes (cost.c), then simulated by the engine:
+ * the schedule decides the bubble and how many micro-batches' activations a rank holds at its
+ * peak, the model decides the durations. A dense model gives each virtual stage its F, I and
+ * W; a MoE model goes through the overlap planner (ps_moe_derive, the layer costs replaced by
+ * this model's compute figures) and the stage's other work (embedding, output layer, loss) is
+ * added per stage. After the pipeline come the data-parallel gradient reduction and the
+ * optimizer step. docs/model.md states every formula and assumption.
+ *
+ * The search calls this for millions of configurations, so the handle keeps its problem,
+ * schedule, simulations and per-stage tables across runs (they only grow).
+ * SPDX-License-Identifier: MIT
+ */
+#include "model/cost.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MEM_UNIT 1024.0 /* stage_memory is given in KiB (keeps it far below PS_MAX_COST) */
+
+struct ps_estimate {
+    ps_allocator al;
+    ps_problem *pb;
+    ps_schedule *s;
+    ps_sim *sim, *sim0; /* the run, and the same with c = 0 (exposed pipeline transfers) */
+    /* Per virtual stage (cap_st entries each): the layers it holds, its durations, the extras
+     * of MoE mode, its memory model, its TP and CP seconds in F and in I, scratch. */
+    size_t cap_st;
+    ps_stage_layers *sl;
+    ps_stage_cost *cost, *extra;
+    ps_stage_mem *mem;
+    double *tp_f, *tp_i, *cp_f, *cp_i, *wg_end, *act;
+    int32_t *counts;
+    /* Per rank. */
+    size_t cap_rk;
+    ps_rank_memory *rm;
+    ps_estimate_result res;
+    int have;
+    char err[PS__ERRLEN];
+};
+
+int ps_estimate_new(ps_estimate **out, const ps_allocator *alloc)
+{
+    ps_allocator al;
+    if (!out)
+        return PS_EINVAL;
+    *out = NULL;
+    ps__alloc_init(&al, alloc);
+    ps_estimate *e = ps__calloc(&al, 1, sizeof *e);
+    if (!e)
+        return PS_ENOMEM;
+    e->al = al;
+    if (ps_problem_new(&e->pb, &al) || ps_schedule_new(&e->s, &al) || ps_sim_new(&e->sim, &al) ||
+        ps_sim_new(&e->sim0, &al)) {
+        ps_estimate_free(e);
+        return PS_ENOMEM;
+    }
+    *out = e;
+    return 0;
+}
+
+static void free_stage_tables(ps_estimate *e)
+{
+    const ps_allocator *a = &e->al;
+    size_t n = e->cap_st;
+    ps__free(a, e->sl, n, sizeof *e->sl);
+    ps__free(a, e->cost, n, sizeof *e->cost);
+    ps__free(a, e->extra, n, sizeof *e->extra);
+    ps__free(a, e->mem, n, sizeof *e->mem);
+    ps__free(a, e->tp_f, 7 * n, sizeof(double)); /* one block: tp_f .. act */
+    ps__free(a, e->counts, n, sizeof *e->counts);
+    e->sl = NULL;
+    e->cost = e->extra = NULL;
+    e->mem = NULL;
+    e->tp_f = e->tp_i = e->cp_f = e->cp_i = e->wg_end = e->act = NULL;
+    e->counts = NULL;
+    e->cap_st = 0;
+}
+
+void ps_estimate_free(ps_estimate *e)
+{
+    if (!e)
+        return;
+    free_stage_tables(e);
+    ps__free(&e->al, e->rm, e->cap_rk, sizeof *e->rm);
+    ps_sim_free(e->sim0);
+    ps_sim_free(e->sim);
+    ps_schedule_free(e->s);
+    ps_problem_free(e->pb);
+    ps_allocator a = e->al;
+    ps__free(&a, e, 1, sizeof *e);
+}
+
+const char *ps_estimate_last_error(const ps_estimate *e)
+{
+    return e ? e->err : "invalid argument: NULL estimate";
+}
+
+/* Room for n stages and p ranks; the tables only grow, so a repeated run does not allocate. */
+static int reserve(ps_estimate *e, size_t n, size_t p)
+{
+    const ps_allocator *a = &e->al;
+    if (n > e->cap_st) {
+        free_stage_tables(e);
+        e->sl = ps__alloc(a, n, sizeof *e->sl);
+        e->cost = ps__alloc(a, n, sizeof *e->cost);
+        e->extra = ps__alloc(a, n, sizeof *e->extra);
+        e->mem = ps__alloc(a, n, sizeof *e->mem);
+        e->tp_f = ps__alloc(a, 7 * n, sizeof(double));
+        e->counts = ps__alloc(a, n, sizeof *e->counts);
+        e->cap_st = n;
+        if (!e->sl || !e->cost || !e->extra || !e->mem || !e->tp_f || !e->counts) {
+            free_stage_tables(e);
+            return ps__seterr(e->err, PS_ENOMEM, "out of memory for %zu stages", n);
+        }
+        e->tp_i = e->tp_f + n;
+        e->cp_f = e->tp_f + 2 * n;
+        e->cp_i = e->tp_f + 3 * n;
+        e->wg_end = e->tp_f + 4 * n;
+        e->act = e->tp_f + 5 * n; /* 2n: activation bytes, then the wgrad part */
+    }
+    if (p > e->cap_rk) {
+        ps_rank_memory *rm = ps__alloc(a, p, sizeof *rm);
+        if (!rm)
+            return ps__seterr(e->err, PS_ENOMEM, "out of memory for %zu ranks", p);
+        ps__free(a, e->rm, e->cap_rk, sizeof *e->rm);
+        e->rm = rm;
+        e->cap_rk = p;
+    }
+    return 0;
+}
+
+/* ---- checks ---------------------------------------------------------------------------------- */
+
+#define CFG(...) ps__seterr(e->err, PS_ECONFIG, __VA_ARGS__)
+
+static int check_hardware(ps_estimate *e, const ps_hardware *hw, int prec)
+{
+    double peak = prec == PS_PREC_FP8 ? hw->peak_tflops_fp8 : hw->peak_tflops_bf16;
+    if (!(peak > 0))
+        return CFG("hardware %s has no %s peak (peak_tflops_%s = %g)", hw->name,
+                   prec == PS_PREC_FP8 ? "FP8" : "BF16", prec == PS_PREC_FP8 ? "fp8" : "bf16",
+                   peak);
+    if (!(hw->peak_tflops_bf16 > 0))
+        return CFG("hardware peak_tflops_bf16 must be > 0; got %g", hw->peak_tflops_bf16);
+    const double eff[] = {hw->gemm_eff, hw->attn_eff, hw->mem_eff, hw->bus_eff_intra,
+                          hw->bus_eff_inter};
+    static const char *const names[] = {"gemm_eff", "attn_eff", "mem_eff", "bus_eff_intra",
+                                        "bus_eff_inter"};
+    for (int i = 0; i < 5; i++)
+        if (!(eff[i] > 0 && eff[i] <= 1))
+            return CFG("hardware %s must be in (0, 1]; got %g", names[i], eff[i]);
+    if (!(hw->hbm_gbps > 0) || !(hw->intra_gbps > 0) || !(hw->inter_gbps > 0))
+        return CFG("hardware bandwidths must be > 0; got hbm_gbps %g, intra_gbps %g, "
+                   "inter_gbps %g",
+                   hw->hbm_gbps, hw->intra_gbps, hw->inter_gbps);
+    if (!(hw->gemm_half_dim >= 0) || !(hw->lat_intra_us >= 0) || !(hw->lat_inter_us >= 0) ||
+        !(hw->overhead_gib >= 0) || !(hw->hbm_gib > 0))
+        return CFG("hardware gemm_half_dim, latencies and overhead_gib must be >= 0 and hbm_gib "
+                   "> 0");
+    return 0;
+}
+
+static int check_model(ps_estimate *e, const ps_transformer *m)
+{
+    if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->vocab < 1 || m->kv_heads < 0 ||
+        m->head_dim < 0 || m->ffn < 0)
+        return CFG("model %s: layers, hidden, heads and vocab must be >= 1 (got %d, %d, %d, %d)",
+                   m->name, m->layers, m->hidden, m->heads, m->vocab);
+    int32_t g = m->kv_heads > 0 ? m->kv_heads : m->heads;
+    if (m->heads % g)
+        return CFG("model heads (%d) must be a multiple of kv_heads (%d)", m->heads, g);
+    if (m->experts > 0) {
+        if (m->top_k < 1 || m->top_k > m->experts)
+            return CFG("model top_k must be in [1, experts = %d]; got %d", m->experts, m->top_k);
+        if (m->first_dense < 0 || m->first_dense > m->layers || m->shared_experts < 0)
+            return CFG("model first_dense must be in [0, layers = %d]; got %d", m->layers,
+                       m->first_dense);
+        if ((m->moe_ffn > 0 ? m->moe_ffn : m->ffn) < 1)
+            return CFG("model moe_ffn (or ffn) must be >= 1 for a MoE model");
+    }
+    if ((m->experts == 0 || m->first_dense > 0) && m->ffn < 1)
+        return CFG("model ffn must be >= 1 where there are dense layers; got %d", m->ffn);
+    return 0;
+}
+
+/* Fills the setup of (m, hw, tr) after checking every divisibility of the parallel setup. */
+static int check_train(ps_estimate *e, ps__setup *u, const ps_transformer *m,
+                       const ps_hardware *hw, const ps_train *tr)
+{
+    int32_t tp = tr->tp, pp = tr->pp, cp = tr->cp > 0 ? tr->cp : 1;
+    int32_t ep = tr->ep > 0 ? tr->ep : 1, vpp = tr->vpp > 0 ? tr->vpp : 1;
+    int32_t etp = tr->etp > 0 ? tr->etp : tp;
+    if (tr->gpus < 1 || tp < 1 || pp < 1 || tr->mbs < 1 || tr->seq < 1 || tr->gbs < 1)
+        return CFG("gpus, tp, pp, mbs, seq and gbs must be >= 1; got gpus %d, tp %d, pp %d, "
+                   "mbs %d, seq %d, gbs %lld",
+                   tr->gpus, tp, pp, tr->mbs, tr->seq, (long long)tr->gbs);
+    if (tr->precision != PS_PREC_BF16 && tr->precision != PS_PREC_FP8)
+        return CFG("precision must be 0 (bf16) or 1 (fp8); got %d", tr->precision);
+    if (tr->recompute < PS_RECOMPUTE_NONE || tr->recompute > PS_RECOMPUTE_FULL ||
+        tr->recompute_layers < 0)
+        return CFG("recompute must be 0, 1 or 2 and recompute_layers >= 0; got %d, %d",
+                   tr->recompute, tr->recompute_layers);
+    long long tpc = (long long)tp * pp * cp;
+    if (tr->gpus % tpc)
+        return CFG("gpus (%d) must be divisible by tp*pp*cp = %d*%d*%d = %lld", tr->gpus, tp, pp,
+                   cp, tpc);
+    int32_t dp = (int32_t)(tr->gpus / tpc);
+    int32_t g = m->kv_heads > 0 ? m->kv_heads : m->heads;
+    if (m->heads % tp)
+        return CFG("heads (%d) must be divisible by tp (%d)", m->heads, tp);
+    if (g >= tp ? g % tp : tp % g)
+        return CFG("kv_heads (%d) and tp (%d): one must divide the other (kv_heads below tp are "
+                   "replicated)",
+                   g, tp);
+    if (m->experts > 0) {
+        if (m->experts % ep)
+            return CFG("experts (%d) must be divisible by ep (%d)", m->experts, ep);
+        long long dct = (long long)dp * cp * tp;
+        if (dct % ((long long)ep * etp))
+            return CFG("ep*etp = %d*%d must divide dp*cp*tp = %d*%d*%d = %lld (Megatron carves "
+                       "expert parallelism out of data, context and tensor parallelism)",
+                       ep, etp, dp, cp, tp, dct);
+    } else if (ep > 1) {
+        return CFG("ep = %d needs a MoE model (experts = 0)", ep);
+    }
+    if (tr->gbs % ((long long)dp * tr->mbs))
+        return CFG("gbs (%lld) must be divisible by dp*mbs = %d*%d = %lld", (long long)tr->gbs, dp,
+                   tr->mbs, (long long)dp * tr->mbs);
+    long long micro = tr->gbs / ((long long)dp * tr->mbs);
+    if (micro > PS_MAX_MICROBATCHES)
+        return CFG("gbs/(dp*mbs) = %lld micro-batches exceeds the limit %d", micro,
+                   PS_MAX_MICROBATCHES);
+    if (cp > 1 && tr->seq % (2 * cp))
+        return CFG("seq (%d) must be divisible by 2*cp = %d (causal load balancing)", tr->seq,
+                   2 * cp);
+    int32_t gpn = tr->gpus_per_node > 0 ? tr->gpus_per_node : hw->devices_per_node;
+    if (gpn < 1)
+        return CFG("gpus_per_node must be >= 1 (train or hardware devices_per_node); got %d", gpn);
+    memset(u, 0, sizeof *u);
+    u->m = m;
+    u->hw = hw;
+    u->tr = tr;
+    u->tp = tp, u->pp = pp, u->vpp = vpp, u->cp = cp, u->ep = ep, u->etp = etp, u->dp = dp;
+    u->gpn = gpn;
+    u->sp = tp > 1 && tr->sequence_parallel;
+    u->micro = micro;
+    u->b = tr->mbs;
+    u->s = tr->seq;
+    u->T = u->b * u->s / cp;
+    u->ts = u->sp ? tp : 1;
+    u->dh = m->head_dim > 0 ? (double)m->head_dim : (double)m->hidden / m->heads;
+    u->kv_dev = g >= tp ? (double)g / tp : 1.0;
+    u->peak_bf16 = hw->peak_tflops_bf16 * 1e12;
+    u->peak_gemm = (tr->precision == PS_PREC_FP8 ? hw->peak_tflops_fp8 : hw->peak_tflops_bf16) *
+                   1e12;
+    return 0;
+}
+
+/* The schedule's name (train's, or the default) and the stage counts its placement gives. */
+static int plan_schedule(ps_estimate *e, ps__setup *u, char name[32])
+{
+    const ps_train *tr = u->tr;
+    size_t n = strnlen(tr->schedule, sizeof tr->schedule);
+    if (n == sizeof tr->schedule)
+        return CFG("schedule name is not NUL-terminated within %zu bytes", sizeof tr->schedule);
+    memcpy(name, tr->schedule, n + 1);
+    if (!n)
+        strcpy(name, u->vpp > 1 ? "interleaved" : "1f1b");
+    ps_family_info fi;
+    if (ps_family_lookup(name, &fi) < 0)
+        return CFG("unknown schedule '%s' (pipesched list shows the families)", name);
+    int fixed1 = strncmp(fi.constraints, "vpp = 1", 7) == 0;
+    int v_place = strcmp(fi.placement, "v") == 0, bidir = strcmp(fi.placement, "bidirectional") == 0;
+    if (u->vpp > 1 && fixed1)
+        return CFG("vpp = %d needs a schedule that takes vpp (interleaved, looped-bfs, ...); %s "
+                   "takes vpp = 1",
+                   u->vpp, fi.name);
+    if (v_place && u->vpp > 2)
+        return CFG("%s places 2 chunks per rank (V); vpp = %d", fi.name, u->vpp);
+    if (v_place)
+        u->vpp = 2;
+    u->copies = bidir ? 2 : 1;
+    u->model_stages = u->pp * u->vpp;
+    u->stages = u->model_stages * u->copies;
+    if (u->stages > PS_MAX_STAGES)
+        return ps__seterr(e->err, PS_ERANGE, "pp*vpp = %d stages exceeds the limit %d", u->stages,
+                          PS_MAX_STAGES);
+    return 0;
+}
+
+/*
+ * Temporary even split until ps_layout_split lands (same contract): the decoder layers over
+ * `stages` model stages, first / last fixing the first and last stage's layers.
+ */
+static int split_layers(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
+                        int32_t first, int32_t last, ps_stage_layers *out, char *err,
+                        size_t errlen)
+{
+    (void)mtp;
+    if (layout) {
+        snprintf(err, errlen, "pipeline layout strings are not supported yet");
+        return PS_EUNSUPPORTED;
+    }
+    int32_t rest = layers, mid = stages, lo = 0, hi = stages;
+    if (first > 0) {
+        rest -= first, mid--, lo = 1;
+    }
+    if (last > 0 && stages > 1) {
+        rest -= last, mid--, hi = stages - 1;
+    }
+    if (rest < 0 || (mid == 0 && rest) || (mid > 0 && rest % mid)) {
+        snprintf(err, errlen,
+                 "layers (%d) must be divisible by the %d stages (pp*vpp) once the first (%d) "
+                 "and last (%d) stage layers are taken",
+                 layers, mid, first, last);
+        return PS_ECONFIG;
+    }
+    int32_t each = mid > 0 ? rest / mid : 0, l0 = 0;
+    for (int32_t s = 0; s < stages; s++) {
+        int32_t n = s < lo ? first : (s >= hi ? last : each);
+        out[s].first_layer = l0;
+        out[s].layers = n;
+        out[s].embedding = s == 0;
+        out[s].loss = s == stages - 1;
+        out[s].mtp = 0;
+        l0 += n;
+    }
+    return 0;
+}
+
+/* ---- durations and bytes -------------------------------------------------------------------- */
+
+/* Everything derived once per run that the per-stage sums read. */
+typedef struct derived {
+    ps__layer_s dense, moe;
+    double out_f, out_i, out_w, out_tp; /* output layer and loss */
+    double emb_tp;                      /* embedding's SP reduce-scatter (F) / all-gather (I) */
+    double act_dense, wg_dense, act_moe, wg_moe, act_rec; /* bytes per layer */
+    double act_emb, act_logits;
+} derived;
+
+static void derive(const ps__setup *u, derived *d)
+{
+    ps__layer_times(u, 0, &d->dense);
+    ps__layer_times(u, 1, &d->moe);
+    ps__output_times(u, &d->out_f, &d->out_i, &d->out_w, &d->out_tp);
+    d->emb_tp = ps__coll_s(u, PS__REDUCE_SCATTER, u->tp, u->T * u->m->hidden * 2.0, u->tp > u->gpn);
+    ps__layer_act_bytes(u, 0, 0, &d->act_dense, &d->wg_dense);
+    ps__layer_act_bytes(u, 1, 0, &d->act_moe, &d->wg_moe);
+    double w0;
+    ps__layer_act_bytes(u, 0, 1, &d->act_rec, &w0);
+    d->act_emb = u->T * u->m->hidden / u->ts;              /* embedding dropout mask */
+    d->act_logits = 4.0 * u->T * u->m->vocab / u->tp;      /* fp32 logits */
+}
+
+/* Layer forward time (compute and exposed communication) and its parts. */
+static double layer_f(const ps__layer_s *l)
+{
+    return l->attn_gemm + l->attn_core + l->mlp_gemm + l->router + l->expert + l->shared +
+           l->tp_attn + l->tp_mlp + l->cp_f;
+}
+
+/* Fills every virtual stage's F/I/W (dense path: everything; MoE path: the extras), its TP and
+ * CP seconds and its memory model (KiB). */
+static void stage_costs(ps_estimate *e, const ps__setup *u, const derived *d, int moe_mode)
+{
+    const ps_transformer *m = u->m;
+    const ps_train *tr = u->tr;
+    int full = tr->recompute == PS_RECOMPUTE_FULL, sel = tr->recompute == PS_RECOMPUTE_SELECTIVE;
+    for (int32_t st = 0; st < u->stages; st++) {
+        const ps_stage_layers *sl = &e->sl[st % u->model_stages];
+        double f = 0, i = 0, w = 0, tpf = 0, tpi = 0, cpf = 0, cpi = 0, act = 0, wg = 0;
+        int32_t rec = full ? (tr->recompute_layers > 0 && tr->recompute_layers < sl->layers
+                                  ? tr->recompute_layers
+                                  : sl->layers)
+                           : 0;
+        for (int32_t k = 0; k < sl->layers; k++) {
+            int32_t l = sl->first_layer + k;
+            int moe = ps__is_moe_layer(m, l);
+            const ps__layer_s *L = moe ? &d->moe : &d->dense;
+            double tp = L->tp_attn + L->tp_mlp;
+            tpf += tp, tpi += tp, cpf += L->cp_f, cpi += L->cp_b;
+            if (!moe_mode) {
+                double gemm = L->attn_gemm + L->mlp_gemm;
+                f += layer_f(L);
+                i += gemm + 2.0 * L->attn_core + tp + L->cp_b;
+                w += gemm;
+                if (sel)
+                    i += L->attn_core;
+                if (k < rec) {
+                    i += layer_f(L);
+                    tpi += tp, cpi += L->cp_f;
+                }
+            }
+            if (k < rec) {
+                act += d->act_rec;
+            } else {
+                act += moe ? d->act_moe : d->act_dense;
+                wg += moe ? d->wg_moe : d->wg_dense;
+            }
+        }
+        ps_stage_cost x = {0, 0, 0};
+        if (sl->embedding) {
+            x.f += d->emb_tp, x.b += d->emb_tp;
+            tpf += d->emb_tp, tpi += d->emb_tp;
+            act += d->act_emb;
+        }
+        if (sl->loss) {
+            x.f += d->out_f, x.b += d->out_i, x.w += d->out_w;
+            tpf += d->out_tp, tpi += d->out_tp;
+            act += d->act_logits;
+        }
+        e->extra[st] = x;
+        e->cost[st].f = f + x.f, e->cost[st].b = i + x.b, e->cost[st].w = w + x.w;
+        e->tp_f[st] = tpf, e->tp_i[st] = tpi, e->cp_f[st] = cpf, e->cp_i[st] = cpi;
+        e->act[st] = act;
+        /* I frees all but the weight gradients' inputs, W those (B: both). */
+        e->mem[st].f = act / MEM_UNIT;
+        e->mem[st].w = -wg / MEM_UNIT;
+        e->mem[st].b = -e->mem[st].f - e->mem[st].w;
+    }
+}
+
+/* The MoE model for the planner: ps_moe_derive's all-to-all times (ms, turned into seconds)
+ * with this model's compute times per operation. */
+static int moe_model(ps_estimate *e, const ps__setup *u, const derived *d, ps_moe_model *mm)
+{
+    const ps_transformer *m = u->m;
+    const ps_hardware *hw = u->hw;
+    ps_model_dims md;
+    ps_cluster cl;
+    memset(&md, 0, sizeof md);
+    memset(&cl, 0, sizeof cl);
+    md.hidden = m->hidden;
+    md.tokens = u->T / u->ts;
+    md.seq_len = u->s;
+    md.experts = m->experts;
+    md.top_k = m->top_k;
+    md.expert_ffn = m->moe_ffn > 0 ? m->moe_ffn : m->ffn;
+    md.shared_experts = m->shared_experts;
+    md.shared_ffn = m->shared_ffn;
+    md.dense_ffn = m->ffn;
+    md.bytes = 2;
+    md.layers = m->layers;
+    md.dense_layers = m->first_dense;
+    md.permute_recompute = u->tr->recompute == PS_RECOMPUTE_FULL;
+    /* The EP group's ranks are etp apart (Megatron's expert order tp-ep-dp-pp). */
+    int32_t per_node = u->gpn / u->etp > 0 ? u->gpn / u->etp : 1;
+    cl.devices_per_node = u->ep < per_node ? u->ep : per_node;
+    cl.nodes = (double)u->ep / cl.devices_per_node;
+    cl.bw_intra = hw->intra_gbps * hw->bus_eff_intra;
+    cl.bw_inter = hw->inter_gbps * hw->bus_eff_inter;
+    cl.lat_intra = hw->lat_intra_us;
+    cl.lat_inter = hw->lat_inter_us;
+    cl.tflops = u->peak_gemm / 1e12;
+    cl.efficiency = hw->gemm_eff;
+    int a2a = u->tr->a2a;
+    int rc = ps_moe_derive(&md, &cl, a2a, mm, NULL, e->err, sizeof e->err);
+    if (rc)
+        return rc;
+    for (int k = 0; k < PS_OP_LAYER_COUNT; k++)
+        mm->moe.t[k] *= 1e-3, mm->dense.t[k] *= 1e-3;
+    int full = u->tr->recompute == PS_RECOMPUTE_FULL, sel = u->tr->recompute == 1;
+    for (int moe = 0; moe < 2; moe++) {
+        const ps__layer_s *L = moe ? &d->moe : &d->dense;
+        double *t = moe ? mm->moe.t : mm->dense.t;
+        double agemm = L->attn_gemm + L->router;
+        t[PS_OP_ATTN] = agemm + L->attn_core + L->tp_attn + L->cp_f;
+        t[PS_OP_ATTN_DX] = agemm + 2.0 * L->attn_core + L->tp_attn + L->cp_b +
+                           (sel ? L->attn_core : 0.0) + (full ? layer_f(L) : 0.0);
+        t[PS_OP_ATTN_DW] = agemm;
+        double mlp = moe ? L->expert : L->mlp_gemm;
+        t[PS_OP_MLP] = mlp + L->tp_mlp;
+        t[PS_OP_MLP_DX] = mlp + L->tp_mlp;
+        t[PS_OP_MLP_DW] = mlp;
+        t[PS_OP_SHARED] = t[PS_OP_SHARED_DX] = t[PS_OP_SHARED_DW] = moe ? L->shared : 0.0;
+    }
+    return 0;
+}
+
+/* ---- the problem, the schedule, the simulations ------------------------------------------- */
+
+static int fail(ps_estimate *e, int rc, const char *what, const char *msg)
+{
+    if (rc == PS_ENOMEM)
+        return ps__seterr(e->err, rc, "out of memory (%s)", what);
+    return ps__seterr(e->err, rc, "%s: %s", what, msg);
+}
+
+static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, const char *name,
+                         double c)
+{
+    ps_problem *pb = e->pb;
+    size_t n = (size_t)u->stages;
+    int rc;
+    if ((rc = ps_problem_set_schedule(pb, name)) ||
+        (rc = ps_problem_set_int(pb, PS_PARAM_PP, u->pp)) ||
+        (rc = ps_problem_set_int(pb, PS_PARAM_VPP, u->copies > 1 ? 1 : u->vpp)) ||
+        (rc = ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, u->micro)) ||
+        (rc = ps_problem_set_cost(pb, PS_COST_C, c)) ||
+        (rc = ps_problem_set_stage_memory(pb, e->mem, n)))
+        return fail(e, rc, "problem", ps_problem_last_error(pb));
+    if (u->m->experts == 0) {
+        if ((rc = ps_problem_set_moe(pb, NULL)) || (rc = ps__problem_set_moe_extra(pb, NULL, 0)) ||
+            (rc = ps_problem_set_stage_costs(pb, e->cost, n)))
+            return fail(e, rc, "problem", ps_problem_last_error(pb));
+        return 0;
+    }
+    ps_moe_model mm;
+    if ((rc = moe_model(e, u, d, &mm)))
+        return rc;
+    for (int32_t s = 0; s < u->model_stages; s++)
+        e->counts[s] = e->sl[s].layers;
+    if ((rc = ps_problem_set_stage_costs(pb, NULL, 0)) || (rc = ps_problem_set_moe(pb, &mm)) ||
+        (rc = ps_problem_set_stage_layers(pb, e->counts, (size_t)u->model_stages)) ||
+        (rc = ps__problem_set_moe_extra(pb, e->extra, n)))
+        return fail(e, rc, "problem", ps_problem_last_error(pb));
+    return 0;
+}
+
+static int simulate(ps_estimate *e, double c)
+{
+    int rc;
+    if ((rc = ps_schedule_generate(e->s, e->pb)) || (rc = ps_schedule_validate(e->s)))
+        return fail(e, rc, "schedule", ps_schedule_last_error(e->s));
+    if ((rc = ps_sim_run(e->sim, e->s, e->pb)))
+        return fail(e, rc, "simulation", ps_sim_last_error(e->sim));
+    if (c > 0) {
+        if ((rc = ps_problem_set_cost(e->pb, PS_COST_C, 0.0)) ||
+            (rc = ps_sim_run(e->sim0, e->s, e->pb)))
+            return fail(e, rc, "simulation", ps_sim_last_error(e->sim0));
+        ps_problem_set_cost(e->pb, PS_COST_C, c); /* was accepted above */
+    }
+    return 0;
+}
+
+/* ---- results ------------------------------------------------------------------------------- */
+
+/* One rank's figures after the pipeline. */
+typedef struct rank_fig {
+    double end, busy, tp, cp, dp, opt, pd, pe;
+} rank_fig;
+
+/* Parameters (dense / expert, sharded) of rank r's stages. */
+static void rank_params(ps_estimate *e, const ps__setup *u, int32_t r, double *pd, double *pe)
+{
+    const ps_transformer *m = u->m;
+    double dl, el, dm, em;
+    ps__layer_params(m, 0, &dl, &el);
+    ps__layer_params(m, 1, &dm, &em);
+    double emb = (double)m->vocab * m->hidden / u->tp;
+    int has_emb = 0;
+    for (int32_t st = 0; st < u->stages; st++)
+        if (ps_schedule_stage_rank(e->s, st) == r && e->sl[st % u->model_stages].embedding)
+            has_emb = 1;
+    *pd = *pe = 0.0;
+    for (int32_t st = 0; st < u->stages; st++) {
+        if (ps_schedule_stage_rank(e->s, st) != r)
+            continue;
+        const ps_stage_layers *sl = &e->sl[st % u->model_stages];
+        for (int32_t k = 0; k < sl->layers; k++) {
+            int moe = ps__is_moe_layer(m, sl->first_layer + k);
+            *pd += (moe ? dm : dl) / u->tp;
+            *pe += moe ? em / ((double)u->ep * u->etp) : 0.0;
+        }
+        if (sl->embedding)
+            *pd += emb;
+        if (sl->loss) {
+            *pd += m->hidden / (double)u->tp; /* final norm */
+            if (!(m->tied_embeddings && has_emb))
+                *pd += emb;
+        }
+    }
+}
+
+/* TP and CP seconds of rank r's actions, the end of each of its stages' last weight gradient
+ * (wg_end), and its data-parallel and optimizer time. */
+static void rank_figures(ps_estimate *e, const ps__setup *u, int32_t r, rank_fig *o)
+{
+    const ps_action *a = ps_schedule_rank_actions(e->s, r);
+    const double *end = ps_sim_ends(e->sim, r);
+    size_t n = ps_schedule_rank_length(e->s, r);
+    ps_rank_metrics rm;
+    memset(o, 0, sizeof *o);
+    if (ps_sim_rank_metrics(e->sim, r, &rm) == 0)
+        o->busy = rm.busy;
+    o->end = n ? end[n - 1] : 0.0;
+    int32_t nst = 0;
+    for (int32_t st = 0; st < u->stages; st++) {
+        e->wg_end[st] = 0.0;
+        nst += ps_schedule_stage_rank(e->s, st) == r;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int32_t st = a[i].stage, bs = a[i].bstage;
+        switch (a[i].kind) {
+        case PS_F:
+            o->tp += e->tp_f[st], o->cp += e->cp_f[st];
+            break;
+        case PS_I:
+            o->tp += e->tp_i[st], o->cp += e->cp_i[st];
+            break;
+        case PS_B:
+            o->tp += e->tp_i[st], o->cp += e->cp_i[st];
+            e->wg_end[st] = end[i];
+            break;
+        case PS_W:
+            e->wg_end[st] = end[i];
+            break;
+        case PS_FB:
+            o->tp += e->tp_f[st] + e->tp_i[bs], o->cp += e->cp_f[st] + e->cp_i[bs];
+            if (a[i].bkind == PS_B)
+                e->wg_end[bs] = end[i];
+            break;
+        default:
+            break;
+        }
+    }
+    /* The first chunk whose gradients are complete starts the reduction. */
+    double t0 = o->end;
+    for (int32_t st = 0; st < u->stages; st++)
+        if (ps_schedule_stage_rank(e->s, st) == r && e->wg_end[st] < t0)
+            t0 = e->wg_end[st];
+    rank_params(e, u, r, &o->pd, &o->pe);
+    const ps_train *tr = u->tr;
+    double d = (double)u->dp * u->cp, edp = (double)u->dp * u->cp * u->tp / (u->ep * u->etp);
+    int inter = (long long)u->tp * u->cp * u->dp > u->gpn;
+    int dist = tr->distributed_optimizer;
+    int red = dist ? PS__REDUCE_SCATTER : PS__ALL_REDUCE;
+    double grads = ps__coll_s(u, red, d, 4.0 * o->pd, inter) +
+                   ps__coll_s(u, red, edp, 4.0 * o->pe, inter);
+    double gather = dist ? ps__coll_s(u, PS__ALL_GATHER, d, 2.0 * o->pd, inter) +
+                               ps__coll_s(u, PS__ALL_GATHER, edp, 2.0 * o->pe, inter)
+                         : 0.0;
+    if (tr->overlap_grad_reduce) {
+        double window = o->end - t0, last = nst > 0 ? grads / nst : grads;
+        double hid = grads - window;
+        o->dp = hid > last ? hid : last;
+    } else {
+        o->dp = grads;
+    }
+    if (!tr->overlap_param_gather)
+        o->dp += gather;
+    double held = dist ? o->pd / d + o->pe / edp : o->pd + o->pe;
+    o->opt = 16.0 * held / (u->hw->hbm_gbps * 1e9 * u->hw->mem_eff);
+}
+
+static int results(ps_estimate *e, const ps__setup *u, const derived *d, double c)
+{
+    ps_metrics met, met0;
+    int rc = ps_sim_metrics(e->sim, &met);
+    if (rc)
+        return ps__seterr(e->err, PS_EINTERNAL, "estimate: no metrics after a simulation (%d)", rc);
+    met0 = met;
+    if (c > 0 && ps_sim_metrics(e->sim0, &met0))
+        return ps__seterr(e->err, PS_EINTERNAL, "estimate: no metrics of the c = 0 simulation");
+    ps_estimate_result *res = &e->res;
+    memset(res, 0, sizeof *res);
+    double ep_exposed = 0.0;
+    ps_comm_metrics cm;
+    if (u->m->experts > 0 && ps_sim_comm(e->sim, &cm) == 0)
+        ep_exposed = cm.exposed[PS_PHASE_ALL] / u->pp;
+    const ps_train *tr = u->tr;
+    double work = d->act_moe > d->act_dense && u->m->experts > 0 ? d->act_moe : d->act_dense;
+    double ws = tr->recompute == PS_RECOMPUTE_FULL ? work : 0.0;
+    double dd = (double)u->dp * u->cp, edp = (double)u->dp * u->cp * u->tp / (u->ep * u->etp);
+    double step = -1, busiest = -1;
+    int32_t crit = 0;
+    res->fits = 1;
+    res->peak_gib = -1;
+    for (int32_t r = 0; r < u->pp; r++) {
+        rank_fig f;
+        rank_figures(e, u, r, &f);
+        double total = f.end + f.dp + f.opt;
+        if (total > step) {
+            step = total, crit = r;
+            res->exposed_s[PS_COMM_TP] = f.tp;
+            res->exposed_s[PS_COMM_CP] = f.cp;
+            res->exposed_s[PS_COMM_DP] = f.dp;
+            res->optimizer_s = f.opt;
+        }
+        if (f.busy > busiest) {
+            busiest = f.busy;
+            res->compute_s = f.busy - f.tp - f.cp - ep_exposed;
+        }
+        ps_rank_metrics rmet;
+        if (ps_sim_rank_metrics(e->sim, r, &rmet))
+            return ps__seterr(e->err, PS_EINTERNAL, "estimate: no metrics of rank %d", r);
+        ps_rank_memory *m = &e->rm[r];
+        double p = f.pd + f.pe;
+        m->weights = 2.0 * p / GIB;
+        m->grads = 4.0 * p / GIB;
+        m->optimizer = 12.0 * (tr->distributed_optimizer ? f.pd / dd + f.pe / edp : p) / GIB;
+        m->activations = (rmet.peak_memory * MEM_UNIT + ws) / GIB;
+        m->overhead = u->hw->overhead_gib;
+        m->total = m->weights + m->grads + m->optimizer + m->activations + m->overhead;
+        m->peak_inflight = rmet.peak_activations;
+        if (m->total > res->peak_gib)
+            res->peak_gib = m->total, res->peak_rank = r;
+        if (m->total > u->hw->hbm_gib)
+            res->fits = 0;
+    }
+    (void)crit;
+    res->exposed_s[PS_COMM_EP] = ep_exposed;
+    res->exposed_s[PS_COMM_PP] = met.makespan > met0.makespan ? met.makespan - met0.makespan : 0;
+    res->step_time_s = step;
+    res->bubble_s = met.bubble;
+    res->dp = u->dp;
+    res->microbatches = (int32_t)u->micro;
+    double tokens = (double)tr->gbs * tr->seq;
+    res->tokens_per_s_per_gpu = tokens / (step * tr->gpus);
+    res->model_tflops_per_gpu = ps__model_flops(u->m, tokens, tr->seq) / (step * tr->gpus) / 1e12;
+    res->mfu = res->model_tflops_per_gpu * 1e12 / u->peak_gemm;
+    return 0;
+}
+
+int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
+                    const ps_train *train)
+{
+    if (!e)
+        return PS_EINVAL;
+    e->have = 0;
+    if (!model || !hw || !train)
+        return ps__seterr(e->err, PS_EINVAL, "ps_estimate_run needs a model, hardware and a train");
+    /* The inputs are copied: the run reads only these. */
+    ps_transformer m = *model;
+    ps_hardware h = *hw;
+    ps_train t = *train;
+    ps__setup u;
+    derived d;
+    char name[32];
+    int rc;
+    if ((rc = check_model(e, &m)) || (rc = check_hardware(e, &h, t.precision)) ||
+        (rc = check_train(e, &u, &m, &h, &t)) || (rc = plan_schedule(e, &u, name)))
+        return rc;
+    if ((rc = reserve(e, (size_t)u.stages, (size_t)u.pp)))
+        return rc;
+    if ((rc = split_layers(t.layout, u.model_stages, m.layers, 0, t.first_stage_layers,
+                           t.last_stage_layers, e->sl, e->err, sizeof e->err)))
+        return rc;
+    derive(&u, &d);
+    stage_costs(e, &u, &d, m.experts > 0);
+    /* PP: one activation of b.s/cp tokens (sharded by t with SP) per boundary; inter-node
+     * when the ranks of one stage (tp.cp.dp) fill a node, pp varying slowest. */
+    double act = u.T * m.hidden * 2.0 / u.ts;
+    double c = u.pp > 1 ? ps__coll_s(&u, PS__P2P, 2, act, (long long)u.tp * u.cp * u.dp >= u.gpn)
+                        : 0.0;
+    if ((rc = build_problem(e, &u, &d, name, c)) || (rc = simulate(e, c)) ||
+        (rc = results(e, &u, &d, c)))
+        return rc;
+    e->have = 1;
+    e->err[0] = 0;
+    return 0;
+}
+
+int ps_estimate_result_get(const ps_estimate *e, ps_estimate_result *out)
+{
+    if (!e || !out)
+        return PS_EINVAL;
+    if (!e->have)
+        return PS_ESTATE;
+    *out = e->res;
+    return 0;
+}
+
+int ps_estimate_rank_memory(const ps_estimate *e, int rank, ps_rank_memory *out)
+{
+    if (!e || !out)
+        return PS_EINVAL;
+    if (!e->have)
+        return PS_ESTATE;
+    if (rank < 0 || rank >= ps_schedule_pp(e->s))
+        return PS_EINVAL;
+    *out = e->rm[rank];
+    return 0;
+}
+
+const ps_schedule *ps_estimate_schedule(const ps_estimate *e)
+{
+    return e && e->have ? e->s : NULL;
+}
+
+const ps_problem *ps_estimate_problem(const ps_estimate *e)
+{
+    return e && e->have ? e->pb : NULL;
+}
+
+const ps_sim *ps_estimate_sim(const ps_estimate *e)
+{
+    return e && e->have ? e->sim : NULL;
+}
