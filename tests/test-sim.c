@@ -6,6 +6,8 @@
  */
 #include "common.h"
 
+#include "internal.h" /* ps__problem_set_moe_extra */
+
 static ps_schedule *load(const char *csv)
 {
     ps_schedule *s;
@@ -288,6 +290,53 @@ START_TEST(sim_stage_tables_must_match)
 }
 END_TEST
 
+/* The per-stage extras of MoE mode (the performance model's embedding and output layer): one
+ * layer per stage, attn 2 and mlp 3 on the compute stream, no all-to-all, 1f1b on pp = 2.
+ * Planned F = 2 + 3 = 5; extras stage 0 {1, 0, 0}, stage 1 {0.5, 2, 1}: F0 = 6, F1 = 5.5.
+ * The planned I of a layer is mlp_dx + attn_dx = 3 + 2 = 5, W = 0 (no dW given): I1 = 7 and
+ * B1 = 5 + 2 + 1 = 8. A count that does not match the stages is PS_ECONFIG. */
+START_TEST(sim_moe_extra_costs)
+{
+    ps_problem *pb = make_problem("1f1b", 2, 1, 2, 1, 1, 1, 0);
+    ps_moe_model m;
+    memset(&m, 0, sizeof m);
+    m.layers = 2;
+    m.moe.t[PS_OP_ATTN] = 2, m.moe.t[PS_OP_MLP] = 3;
+    m.moe.t[PS_OP_MLP_DX] = 3, m.moe.t[PS_OP_ATTN_DX] = 2;
+    m.planner = PS_PLANNER_SERIAL;
+    ck_assert_int_eq(ps_problem_set_moe(pb, &m), 0);
+    const ps_stage_cost x[2] = {{1, 0, 0}, {0.5, 2, 1}};
+    ck_assert_int_eq(ps__problem_set_moe_extra(pb, x, 2), 0);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ps_action f0 = {PS_F, 0, 0, 0, 0, 0, 0}, f1 = {PS_F, 0, 0, 1, 0, 0, 0};
+    ps_action b1 = {PS_B, 0, 0, 1, 0, 0, 0}, i1 = {PS_I, 0, 0, 1, 0, 0, 0};
+    ck_assert_double_eq_tol(ps_sim_duration(sim, &f0), 6, 1e-12);
+    ck_assert_double_eq_tol(ps_sim_duration(sim, &f1), 5.5, 1e-12);
+    ck_assert_double_eq_tol(ps_sim_duration(sim, &i1), 7, 1e-12);
+    ck_assert_double_eq_tol(ps_sim_duration(sim, &b1), 8, 1e-12);
+    /* 1f1b, p = 2, m = 2, c = 0: F0 F0 on rank 0 (0-6, 6-12); rank 1: F1(0) 6-11.5,
+     * B1(0) 11.5-19.5, F1(1) 19.5-25, B1(1) 25-33; rank 0: B0(0) after 19.5, B0 = 5: 24.5,
+     * B0(1) 33-38. */
+    ps_metrics met;
+    ck_assert_int_eq(ps_sim_metrics(sim, &met), 0);
+    ck_assert_double_eq_tol(met.makespan, 38, 1e-12);
+    /* the public stage_costs stay exclusive with a MoE model; a wrong extra count is refused */
+    ck_assert_int_eq(ps__problem_set_moe_extra(pb, x, 1), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_sim_last_error(sim), "MoE extra"));
+    const ps_stage_cost bad = {-1, 0, 0};
+    ck_assert_int_eq(ps__problem_set_moe_extra(pb, &bad, 1), PS_ERANGE);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sim");
@@ -305,6 +354,7 @@ int main(void)
     suite_add_tcase(su, tc);
     tc = tcase_create("stage_tables");
     tcase_add_test(tc, sim_stage_tables_must_match);
+    tcase_add_test(tc, sim_moe_extra_costs);
     suite_add_tcase(su, tc);
     return run_suite(su);
 }

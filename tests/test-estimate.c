@@ -1,0 +1,413 @@
+/*
+ * The performance model: a small dense model worked by hand (durations, p2p cost, step time,
+ * memory), the closed forms of the memory model, a MoE model through the planner, every
+ * schedule family, the configuration errors, invariants, and allocation failure.
+ * SPDX-License-Identifier: MIT
+ */
+#include "common.h"
+
+#include "model/cost.h" /* the closed forms, checked directly */
+
+#include <math.h>
+#include <pipesched/model.h>
+
+#define REL 1e-9
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static void near(double got, double want)
+{
+    ck_assert_msg(fabs(got - want) <= REL * fabs(want) + 1e-300, "got %.17g, want %.17g", got,
+                  want);
+}
+
+/* 4 layers, h 1024, a 16 (MHA, d_h 64), f 4096 GeLU, LayerNorm, V 32000, untied. */
+static ps_transformer small_model(void)
+{
+    ps_transformer m;
+    memset(&m, 0, sizeof m);
+    strcpy(m.name, "small");
+    m.layers = 4, m.hidden = 1024, m.ffn = 4096, m.heads = 16, m.kv_heads = 16, m.vocab = 32000;
+    return m;
+}
+
+/* 100 TFLOP/s bf16 (200 fp8), flat GEMM efficiency 0.5, attention 0.25, HBM 1000 GB/s at
+ * 0.5, links 100 / 10 GB/s at full bus efficiency, 1 us / 5 us latency, 8 per node. */
+static ps_hardware small_hw(void)
+{
+    ps_hardware h;
+    memset(&h, 0, sizeof h);
+    strcpy(h.name, "toy");
+    h.peak_tflops_bf16 = 100, h.peak_tflops_fp8 = 200, h.hbm_gib = 80, h.hbm_gbps = 1000;
+    h.devices_per_node = 8, h.intra_gbps = 100, h.inter_gbps = 10;
+    h.lat_intra_us = 1, h.lat_inter_us = 5;
+    h.gemm_eff = 0.5, h.gemm_half_dim = 0, h.attn_eff = 0.25, h.mem_eff = 0.5;
+    h.bus_eff_intra = 1, h.bus_eff_inter = 1, h.overhead_gib = 2;
+    return h;
+}
+
+static ps_train small_train(void)
+{
+    ps_train t;
+    memset(&t, 0, sizeof t);
+    t.gpus = 2, t.tp = 1, t.pp = 2, t.vpp = 1, t.cp = 1, t.ep = 1;
+    t.gbs = 4, t.mbs = 1, t.seq = 1024;
+    t.distributed_optimizer = 1, t.overlap_grad_reduce = 1, t.overlap_param_gather = 1;
+    return t;
+}
+
+static ps_estimate *run_ok(const ps_transformer *m, const ps_hardware *h, const ps_train *t)
+{
+    ps_estimate *e;
+    ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+    int rc = ps_estimate_run(e, m, h, t);
+    ck_assert_msg(rc == 0, "run: %d %s", rc, ps_estimate_last_error(e));
+    return e;
+}
+
+/*
+ * By hand. T = b.s = 1024 tokens; GEMMs at 100e12 x 0.5 = 5e13 FLOP/s; U = 2^30 / 5e13 s.
+ * Per layer: QKV 2.T.h.3h = 6.2^30, O 2.T.h.h = 2.2^30: attention GEMMs 8U; MLP 2 x 2.T.h.4h =
+ * 16U; attention core T.s.a.2d_h = 2^31 FLOPs at 2.5e13 = 4U. F = 8 + 16 + 4 = 28U,
+ * I = 24 + 2.4 = 32U, W = 24U. Output layer GEMM 2.T.h.V / 5e13 = out, loss 2.4.T.V /
+ * (1000e9 x 0.5) = loss. Stage 0 (layers 0-1, embedding): F 56U, I 64U, W 48U; stage 1
+ * (layers 2-3, output): F 56U + out + loss, I 64U + out + loss, W 48U + out.
+ * p2p: T.h.2 = 2 MiB over 100 GB/s + 1 us (tp.cp.dp = 1 < 8: intra-node).
+ * 1F1B, p = 2, m = 4: rank 1 is the bottleneck (2c + F0 + B0 <= F1 + B1), so the makespan is
+ * F0 + c + 4 (F1 + B1) + c + B0 with B = I + W, ending on rank 0.
+ * Parameters: a layer 4h^2 + 4h (two LayerNorms) + 8h^2; rank 0: 2 layers + V.h; rank 1:
+ * 2 layers + h (final norm) + V.h. dp = 1: 18 bytes each (6 + 12/1), no DP communication.
+ * Optimizer: 16 bytes per parameter over 500 GB/s. Activations per layer 34.s.b.h (t = 1);
+ * stage 0 adds the embedding's dropout mask s.b.h, stage 1 the fp32 logits 4.s.b.V. 1F1B
+ * holds 2 micro-batches on rank 0 and 1 on rank 1.
+ */
+START_TEST(estimate_dense_by_hand)
+{
+    ps_transformer m = small_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    ps_estimate *e = run_ok(&m, &h, &t);
+    const double U = 1073741824.0 / 5e13, T = 1024, H = 1024, V = 32000;
+    const double out = 2 * T * H * V / 5e13, loss = 2 * 4 * T * V / 5e11;
+    const double F0 = 56 * U, I0 = 64 * U, W0 = 48 * U;
+    const double F1 = 56 * U + out + loss, I1 = 64 * U + out + loss, W1 = 48 * U + out;
+    const double c = 2.0 * 1024 * 1024 / 100e9 + 1e-6;
+    const ps_problem *pb = ps_estimate_problem(e);
+    ck_assert_ptr_nonnull(pb);
+    const ps_stage_cost *sc;
+    ck_assert_uint_eq(ps_problem_stage_costs(pb, &sc), 2);
+    near(sc[0].f, F0), near(sc[0].b, I0), near(sc[0].w, W0);
+    near(sc[1].f, F1), near(sc[1].b, I1), near(sc[1].w, W1);
+    near(ps_problem_get_cost(pb, PS_COST_C), c);
+    ck_assert_int_eq(ps_schedule_microbatches(ps_estimate_schedule(e)), 4);
+    ck_assert_str_eq(ps_schedule_family(ps_estimate_schedule(e)), "1f1b");
+
+    double layer = 12 * H * H + 4 * H, P0 = 2 * layer + V * H, P1 = 2 * layer + H + V * H;
+    double end0 = F0 + c + 4 * (F1 + I1 + W1) + c + I0 + W0;
+    double opt0 = 16 * P0 / 5e11;
+    ps_estimate_result r;
+    ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+    near(r.step_time_s, end0 + opt0);
+    near(r.optimizer_s, opt0);
+    near(r.exposed_s[PS_COMM_PP], 2 * c);
+    ck_assert(r.exposed_s[PS_COMM_TP] == 0 && r.exposed_s[PS_COMM_DP] == 0);
+    ck_assert_int_eq(r.dp, 1);
+    ck_assert_int_eq(r.microbatches, 4);
+    double tokens = 4 * 1024;
+    near(r.tokens_per_s_per_gpu, tokens / (r.step_time_s * 2));
+    /* 6 (4 layers x 12h^2 + V.h) per token + attention 4 x 6.s.a.2d_h (full, Megatron) */
+    double flops = tokens * (6 * (4 * 12 * H * H + V * H) + 4 * 6 * 1024 * 16 * 128);
+    near(r.model_tflops_per_gpu, flops / (r.step_time_s * 2) / 1e12);
+    near(r.mfu, r.model_tflops_per_gpu / 100);
+
+    ps_rank_memory m0, m1;
+    ck_assert_int_eq(ps_estimate_rank_memory(e, 0, &m0), 0);
+    ck_assert_int_eq(ps_estimate_rank_memory(e, 1, &m1), 0);
+    near(m0.weights, 2 * P0 / GIB), near(m0.grads, 4 * P0 / GIB);
+    near(m0.optimizer, 12 * P0 / GIB);
+    near(m1.weights + m1.grads + m1.optimizer, 18 * P1 / GIB);
+    ck_assert_int_eq(m0.peak_inflight, 2);
+    ck_assert_int_eq(m1.peak_inflight, 1);
+    near(m0.activations, 2 * (2 * 34 + 1) * T * H / GIB);
+    near(m1.activations, (2 * 34 * T * H + 4 * T * V) / GIB);
+    near(m0.total, m0.weights + m0.grads + m0.optimizer + m0.activations + 2);
+    ck_assert_int_eq(r.peak_rank, m0.total > m1.total ? 0 : 1);
+    ck_assert_int_eq(r.fits, 1);
+    ck_assert_int_eq(ps_estimate_rank_memory(e, 2, &m0), PS_EINVAL);
+    ps_estimate_free(e);
+}
+END_TEST
+
+/* Korthikanti et al.: 34.s.b.h/t with TP + SP (MHA, f = 4h, flash); sbh(10 + 24/t) with TP
+ * alone; Megatron's s.b.h.(18 + 4f/h)/t for f != 4h; 2.s.b.h/t kept by a recomputed layer. */
+START_TEST(estimate_activation_closed_forms)
+{
+    ps_transformer m = small_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    ps__setup u;
+    memset(&u, 0, sizeof u);
+    u.m = &m, u.hw = &h, u.tr = &t;
+    u.tp = 4, u.cp = 1, u.T = 2048, u.dh = 64, u.kv_dev = 4, u.ts = 4;
+    double tot, wg, sbh = 2048.0 * 1024;
+    ps__layer_act_bytes(&u, 0, 0, &tot, &wg);
+    near(tot, 34 * sbh / 4);
+    u.ts = 1;
+    ps__layer_act_bytes(&u, 0, 0, &tot, &wg);
+    near(tot, sbh * (10 + 24.0 / 4));
+    u.ts = 4;
+    m.ffn = 3000;
+    ps__layer_act_bytes(&u, 0, 0, &tot, &wg);
+    near(tot, sbh * (18 + 4 * 3000.0 / 1024) / 4);
+    ps__layer_act_bytes(&u, 0, 1, &tot, &wg);
+    near(tot, 2 * sbh / 4);
+    ck_assert(wg == 0);
+}
+END_TEST
+
+/* 18 bytes per parameter, 6 + 12/d with the distributed optimizer over d = dp.cp. */
+START_TEST(estimate_bytes_per_param)
+{
+    ps_transformer m = small_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.gpus = 16, t.cp = 2, t.gbs = 16; /* dp = 4, d = 8 */
+    ps_estimate *e = run_ok(&m, &h, &t);
+    ps_rank_memory rm;
+    ck_assert_int_eq(ps_estimate_rank_memory(e, 0, &rm), 0);
+    double p = rm.weights / 2;
+    near(rm.weights + rm.grads + rm.optimizer, p * (6 + 12.0 / 8));
+    t.distributed_optimizer = 0;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    ck_assert_int_eq(ps_estimate_rank_memory(e, 0, &rm), 0);
+    near(rm.weights + rm.grads + rm.optimizer, 18 * p);
+    ps_estimate_free(e);
+}
+END_TEST
+
+/* Every family runs, and the step is at least the busiest rank's compute. */
+START_TEST(estimate_every_family)
+{
+    ps_family_info fi;
+    ck_assert_int_eq(ps_family_get((size_t)_i, &fi), 0);
+    ps_transformer m = small_model();
+    m.layers = 8;
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.gpus = 4, t.pp = 4, t.gbs = 16;
+    strcpy(t.schedule, fi.name);
+    if (strcmp(fi.placement, "v") == 0)
+        t.vpp = 2;
+    if (strcmp(fi.name, "interleaved") == 0 || strcmp(fi.name, "interleaved-rounds") == 0 ||
+        strcmp(fi.name, "looped-bfs") == 0 || strcmp(fi.name, "interleaved-zb") == 0)
+        t.vpp = 2;
+    ps_estimate *e;
+    ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+    int rc = ps_estimate_run(e, &m, &h, &t);
+    ck_assert_msg(rc == 0, "%s: %s", fi.name, ps_estimate_last_error(e));
+    ps_estimate_result r;
+    ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+    ck_assert(r.compute_s > 0);
+    ck_assert_msg(r.step_time_s >= r.compute_s, "%s: %g < %g", fi.name, r.step_time_s,
+                  r.compute_s);
+    ps_metrics met;
+    ck_assert_int_eq(ps_sim_metrics(ps_estimate_sim(e), &met), 0);
+    ck_assert(r.step_time_s >= met.makespan);
+    ps_estimate_free(e);
+}
+END_TEST
+
+static void expect_error(ps_train t, ps_transformer m, int code, const char *msg)
+{
+    ps_hardware h = small_hw();
+    ps_estimate *e;
+    ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+    int rc = ps_estimate_run(e, &m, &h, &t);
+    ck_assert_msg(rc == code, "got %d (%s), want %d (%s)", rc, ps_estimate_last_error(e), code, msg);
+    ck_assert_msg(strstr(ps_estimate_last_error(e), msg), "'%s' lacks '%s'",
+                  ps_estimate_last_error(e), msg);
+    ps_estimate_result r;
+    ck_assert_int_eq(ps_estimate_result_get(e, &r), PS_ESTATE);
+    ck_assert_ptr_null(ps_estimate_sim(e));
+    ps_estimate_free(e);
+}
+
+START_TEST(estimate_config_errors)
+{
+    ps_transformer m = small_model(), moe = small_model();
+    moe.experts = 8, moe.top_k = 2, moe.moe_ffn = 512, moe.gated_mlp = 1;
+    ps_train t = small_train();
+    ps_train x = t;
+    x.gpus = 3;
+    expect_error(x, m, PS_ECONFIG, "gpus (3) must be divisible by tp*pp*cp");
+    x = t, x.tp = 3, x.gpus = 6;
+    expect_error(x, m, PS_ECONFIG, "heads (16) must be divisible by tp (3)");
+    ps_transformer g = m;
+    g.heads = 24, g.kv_heads = 8, g.head_dim = 64, x = t, x.tp = 6, x.gpus = 12;
+    expect_error(x, g, PS_ECONFIG, "kv_heads (8) and tp (6)");
+    g = m, g.kv_heads = 4, x.tp = 8, x.gpus = 16; /* 8 % 4 == 0: replicated, allowed */
+    x.gbs = 8;
+    ps_hardware h = small_hw();
+    ps_estimate *e = run_ok(&g, &h, &x);
+    ps_estimate_free(e);
+    x = t, x.gpus = 4, x.gbs = 5; /* dp 2 */
+    expect_error(x, m, PS_ECONFIG, "gbs (5) must be divisible by dp*mbs");
+    x = t, x.cp = 2, x.gpus = 4, x.seq = 1026;
+    expect_error(x, m, PS_ECONFIG, "divisible by 2*cp");
+    x = t, x.vpp = 2;
+    strcpy(x.schedule, "1f1b");
+    expect_error(x, m, PS_ECONFIG, "needs a schedule that takes vpp");
+    x = t, x.pp = 2, x.vpp = 3; /* 4 layers over 6 stages */
+    expect_error(x, m, PS_ECONFIG, "must be divisible by the 6 stages");
+    x = t, x.ep = 3;
+    expect_error(x, moe, PS_ECONFIG, "experts (8) must be divisible by ep (3)");
+    x = t, x.ep = 4;
+    expect_error(x, moe, PS_ECONFIG, "ep*etp = 4*1 must divide dp*cp*tp");
+    x = t;
+    strcpy(x.schedule, "nope");
+    expect_error(x, m, PS_ECONFIG, "unknown schedule 'nope'");
+    x = t, x.precision = PS_PREC_FP8;
+    h.peak_tflops_fp8 = 0;
+    ps_estimate_new(&e, NULL);
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &x), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_estimate_last_error(e), "no FP8 peak"));
+    ck_assert_int_eq(ps_estimate_run(e, NULL, &h, &x), PS_EINVAL);
+    ck_assert_int_eq(ps_estimate_run(NULL, &m, &h, &x), PS_EINVAL);
+    ck_assert_int_eq(ps_estimate_new(NULL, NULL), PS_EINVAL);
+    ps_estimate_free(e);
+    ps_estimate_free(NULL);
+}
+END_TEST
+
+/* Faster compute, links or memory never make the step longer; a faster GEMM peak makes it
+ * shorter. Same for the handle reused across runs. */
+START_TEST(estimate_faster_hardware)
+{
+    ps_transformer m = small_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.tp = 2, t.gpus = 8, t.gbs = 16, t.sequence_parallel = 1; /* dp 2 */
+    ps_estimate *e = run_ok(&m, &h, &t);
+    ps_estimate_result r0, r1;
+    ck_assert_int_eq(ps_estimate_result_get(e, &r0), 0);
+    ck_assert(r0.exposed_s[PS_COMM_TP] > 0);
+    double *knob[] = {&h.peak_tflops_bf16, &h.intra_gbps, &h.inter_gbps, &h.hbm_gbps};
+    for (int k = 0; k < 4; k++) {
+        *knob[k] *= 2;
+        ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+        ck_assert_int_eq(ps_estimate_result_get(e, &r1), 0);
+        ck_assert_msg(r1.step_time_s <= r0.step_time_s, "knob %d: %g > %g", k, r1.step_time_s,
+                      r0.step_time_s);
+        if (k == 0)
+            ck_assert(r1.step_time_s < r0.step_time_s);
+        r0 = r1;
+    }
+    ps_estimate_free(e);
+}
+END_TEST
+
+/*
+ * MoE: 8 layers, the first dense, 8 experts top-2, ep 2 over dp 2, pp 4 with 1f1b. Stage 1
+ * (layers 2-3) has neither embedding nor output layer, so its F is the planner's F of its
+ * layers alone: checked against ps_plan_step on the estimate's problem. Stage 3 adds the
+ * output layer: its F is larger than stage 2's by exactly the dense model's output layer.
+ */
+START_TEST(estimate_moe_through_planner)
+{
+    ps_transformer m = small_model();
+    m.layers = 8, m.experts = 8, m.top_k = 2, m.moe_ffn = 512, m.first_dense = 1;
+    m.shared_experts = 1, m.gated_mlp = 1, m.rms_norm = 1;
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.gpus = 8, t.pp = 4, t.ep = 2, t.gbs = 16;
+    strcpy(t.schedule, "1f1b");
+    ps_estimate *e = run_ok(&m, &h, &t);
+    const ps_problem *pb = ps_estimate_problem(e);
+    ps_moe_model mm;
+    ck_assert_int_eq(ps_problem_get_moe(pb, &mm), 0);
+    ck_assert_int_eq(mm.layers, 8);
+    ck_assert_int_eq(mm.dense_layers, 1);
+    ck_assert(mm.moe.t[PS_OP_DISPATCH] > 0);
+    ck_assert(mm.dense.t[PS_OP_DISPATCH] == 0);
+    ps_plan *pl;
+    ck_assert_int_eq(ps_plan_new(&pl, NULL), 0);
+    ck_assert_int_eq(ps_plan_step(pl, pb, mm.planner, 4, 1, PS_B, -1), 0);
+    ps_plan_stats st;
+    ck_assert_int_eq(ps_plan_stats_get(pl, &st), 0);
+    const ps_sim *sim = ps_estimate_sim(e);
+    ps_action f1 = {PS_F, 0, 0, 1, 0, 0, 0}, f2 = {PS_F, 0, 0, 2, 0, 0, 0};
+    ps_action f3 = {PS_F, 0, 0, 3, 0, 0, 0};
+    near(ps_sim_duration(sim, &f1), st.duration);
+    /* serial check of the same stage: the planner adds up every operation of two MoE layers */
+    ck_assert_int_eq(ps_plan_step(pl, pb, PS_PLANNER_SERIAL, 4, 1, PS_B, -1), 0);
+    ck_assert_int_eq(ps_plan_stats_get(pl, &st), 0);
+    const double *x = mm.moe.t;
+    near(st.duration, 2 * (x[PS_OP_ATTN] + x[PS_OP_DISPATCH] + x[PS_OP_MLP] + x[PS_OP_SHARED] +
+                           x[PS_OP_COMBINE]));
+    /* the output layer: the dense model's stage 1 F minus its layers' 56U */
+    const double out = 2 * 1024.0 * 1024 * 32000 / 5e13, loss = 2 * 4 * 1024.0 * 32000 / 5e11;
+    near(ps_sim_duration(sim, &f3) - ps_sim_duration(sim, &f2), out + loss);
+    ps_estimate_result r;
+    ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+    ck_assert(r.exposed_s[PS_COMM_EP] > 0);
+    ps_rank_memory rm;
+    ck_assert_int_eq(ps_estimate_rank_memory(e, 1, &rm), 0);
+    ck_assert(rm.total > 0);
+    /* adaptive (fused pairs) runs too */
+    strcpy(t.schedule, "adaptive");
+    t.vpp = 2;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    ps_plan_free(pl);
+    ps_estimate_free(e);
+}
+END_TEST
+
+/* Every allocation of a first run and of a repeated run can fail: PS_ENOMEM, nothing leaks. */
+START_TEST(estimate_alloc_failure)
+{
+    ps_transformer m = small_model(), moe = small_model();
+    moe.layers = 8, moe.experts = 8, moe.top_k = 2, moe.moe_ffn = 512, moe.gated_mlp = 1;
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    const ps_transformer *models[2] = {&m, &moe};
+    for (int k = 0; k < 2; k++) {
+        for (long n = 1;; n++) {
+            counting_alloc ca = {0};
+            ca.fail_at = n;
+            ps_allocator al = counting_allocator(&ca);
+            ps_estimate *e = NULL;
+            int rc = ps_estimate_new(&e, &al);
+            if (!rc)
+                rc = ps_estimate_run(e, models[k], &h, &t);
+            if (!rc)
+                rc = ps_estimate_run(e, models[k], &h, &t);
+            ps_estimate_free(e);
+            ck_assert_int_eq(ca.live, 0);
+            if (rc == 0) {
+                ck_assert_int_lt(ca.calls, n);
+                break;
+            }
+            ck_assert_msg(rc == PS_ENOMEM, "model %d, call %ld: %d", k, n, rc);
+        }
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("estimate");
+    TCase *tc = tcase_create("dense");
+    tcase_add_test(tc, estimate_dense_by_hand);
+    tcase_add_test(tc, estimate_activation_closed_forms);
+    tcase_add_test(tc, estimate_bytes_per_param);
+    tcase_add_loop_test(tc, estimate_every_family, 0, (int)ps_family_count());
+    tcase_add_test(tc, estimate_faster_hardware);
+    suite_add_tcase(su, tc);
+    tc = tcase_create("moe");
+    tcase_add_test(tc, estimate_moe_through_planner);
+    suite_add_tcase(su, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, estimate_config_errors);
+    tcase_add_test(tc, estimate_alloc_failure);
+    suite_add_tcase(su, tc);
+    return run_suite(su);
+}
