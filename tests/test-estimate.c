@@ -207,8 +207,7 @@ START_TEST(estimate_every_family)
     ps_estimate_result r;
     ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
     ck_assert(r.compute_s > 0);
-    ck_assert_msg(r.step_time_s >= r.compute_s, "%s: %g < %g", fi.name, r.step_time_s,
-                  r.compute_s);
+    ck_assert_msg(r.step_time_s >= r.compute_s, "%s: %g < %g", fi.name, r.step_time_s, r.compute_s);
     ps_metrics met;
     ck_assert_int_eq(ps_sim_metrics(ps_estimate_sim(e), &met), 0);
     ck_assert(r.step_time_s >= met.makespan);
@@ -222,7 +221,8 @@ static void expect_error(ps_train t, ps_transformer m, int code, const char *msg
     ps_estimate *e;
     ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
     int rc = ps_estimate_run(e, &m, &h, &t);
-    ck_assert_msg(rc == code, "got %d (%s), want %d (%s)", rc, ps_estimate_last_error(e), code, msg);
+    ck_assert_msg(rc == code, "got %d (%s), want %d (%s)", rc, ps_estimate_last_error(e), code,
+                  msg);
     ck_assert_msg(strstr(ps_estimate_last_error(e), msg), "'%s' lacks '%s'",
                   ps_estimate_last_error(e), msg);
     ps_estimate_result r;

@@ -406,8 +406,8 @@ static int check_inputs(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     rc = check_stage_count(sim, "stage_memory", pb->n_stage_mem, s->nstages);
     if (rc)
         return rc;
-    if (pb->has_moe && (rc = check_stage_count(sim, "the MoE extra costs", pb->n_moe_extra,
-                                                s->nstages)))
+    if (pb->has_moe &&
+        (rc = check_stage_count(sim, "the MoE extra costs", pb->n_moe_extra, s->nstages)))
         return rc;
     if (pb->has_moe && pb->n_stage_costs)
         return ps__seterr(sim->err, PS_ECONFIG,

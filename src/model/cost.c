@@ -188,8 +188,7 @@ double ps__model_flops(const ps_transformer *m, double tokens, double seq)
     return per_token * tokens;
 }
 
-void ps__layer_act_bytes(const ps__setup *u, int moe, int recomputed, double *total,
-                         double *wgrad)
+void ps__layer_act_bytes(const ps__setup *u, int moe, int recomputed, double *total, double *wgrad)
 {
     const ps_transformer *m = u->m;
     double T = u->T, h = m->hidden, t = u->tp, ts = u->ts, at = (double)m->heads / t, qk, v;

@@ -42,12 +42,12 @@ double ps__gemm_eff(const ps_hardware *hw, double d);
 /* One layer's forward times in seconds on one device (input- and weight-gradient GEMMs each
  * take the forward GEMM time; the attention core's backward takes twice its forward). */
 typedef struct ps__layer_s {
-    double attn_gemm; /* QKV (or MLA projections) and output projection */
-    double attn_core; /* scores and weighted sum, causal half, at attn_eff */
-    double mlp_gemm;  /* the dense MLP (0 in a MoE layer) */
-    double router;    /* MoE router GEMM */
-    double expert;    /* top_k routed experts */
-    double shared;    /* shared experts */
+    double attn_gemm;       /* QKV (or MLA projections) and output projection */
+    double attn_core;       /* scores and weighted sum, causal half, at attn_eff */
+    double mlp_gemm;        /* the dense MLP (0 in a MoE layer) */
+    double router;          /* MoE router GEMM */
+    double expert;          /* top_k routed experts */
+    double shared;          /* shared experts */
     double tp_attn, tp_mlp; /* TP collectives around attention / the MLP, one direction */
     double cp_f, cp_b;      /* exposed CP ring exchange in F and in I */
     double cp_total;        /* the CP ring exchange of F (its total, hidden or not) */
@@ -72,8 +72,7 @@ double ps__model_flops(const ps_transformer *m, double tokens, double seq);
 /* Activation bytes one micro-batch leaves on a device for one layer (*total) and, of them, the
  * inputs the weight gradients read (*wgrad). recomputed: a fully recomputed layer (keeps only
  * its input). */
-void ps__layer_act_bytes(const ps__setup *u, int moe, int recomputed, double *total,
-                         double *wgrad);
+void ps__layer_act_bytes(const ps__setup *u, int moe, int recomputed, double *total, double *wgrad);
 
 /* 1 when layer l (0-based) of the model is a MoE layer. */
 static inline int ps__is_moe_layer(const ps_transformer *m, int32_t l)

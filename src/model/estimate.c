@@ -187,8 +187,8 @@ static int check_model(ps_estimate *e, const ps_transformer *m)
 }
 
 /* Fills the setup of (m, hw, tr) after checking every divisibility of the parallel setup. */
-static int check_train(ps_estimate *e, ps__setup *u, const ps_transformer *m,
-                       const ps_hardware *hw, const ps_train *tr)
+static int check_train(ps_estimate *e, ps__setup *u, const ps_transformer *m, const ps_hardware *hw,
+                       const ps_train *tr)
 {
     int32_t tp = tr->tp, pp = tr->pp, cp = tr->cp > 0 ? tr->cp : 1;
     int32_t ep = tr->ep > 0 ? tr->ep : 1, vpp = tr->vpp > 0 ? tr->vpp : 1;
@@ -254,8 +254,8 @@ static int check_train(ps_estimate *e, ps__setup *u, const ps_transformer *m,
     u->dh = m->head_dim > 0 ? (double)m->head_dim : (double)m->hidden / m->heads;
     u->kv_dev = g >= tp ? (double)g / tp : 1.0;
     u->peak_bf16 = hw->peak_tflops_bf16 * 1e12;
-    u->peak_gemm = (tr->precision == PS_PREC_FP8 ? hw->peak_tflops_fp8 : hw->peak_tflops_bf16) *
-                   1e12;
+    u->peak_gemm =
+        (tr->precision == PS_PREC_FP8 ? hw->peak_tflops_fp8 : hw->peak_tflops_bf16) * 1e12;
     return 0;
 }
 
@@ -273,7 +273,8 @@ static int plan_schedule(ps_estimate *e, ps__setup *u, char name[32])
     if (ps_family_lookup(name, &fi) < 0)
         return CFG("unknown schedule '%s' (pipesched list shows the families)", name);
     int fixed1 = strncmp(fi.constraints, "vpp = 1", 7) == 0;
-    int v_place = strcmp(fi.placement, "v") == 0, bidir = strcmp(fi.placement, "bidirectional") == 0;
+    int v_place = strcmp(fi.placement, "v") == 0,
+        bidir = strcmp(fi.placement, "bidirectional") == 0;
     if (u->vpp > 1 && fixed1)
         return CFG("vpp = %d needs a schedule that takes vpp (interleaved, looped-bfs, ...); %s "
                    "takes vpp = 1",
@@ -296,8 +297,7 @@ static int plan_schedule(ps_estimate *e, ps__setup *u, char name[32])
  * `stages` model stages, first / last fixing the first and last stage's layers.
  */
 static int split_layers(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
-                        int32_t first, int32_t last, ps_stage_layers *out, char *err,
-                        size_t errlen)
+                        int32_t first, int32_t last, ps_stage_layers *out, char *err, size_t errlen)
 {
     (void)mtp;
     if (layout) {
@@ -352,8 +352,8 @@ static void derive(const ps__setup *u, derived *d)
     ps__layer_act_bytes(u, 1, 0, &d->act_moe, &d->wg_moe);
     double w0;
     ps__layer_act_bytes(u, 0, 1, &d->act_rec, &w0);
-    d->act_emb = u->T * u->m->hidden / u->ts;              /* embedding dropout mask */
-    d->act_logits = 4.0 * u->T * u->m->vocab / u->tp;      /* fp32 logits */
+    d->act_emb = u->T * u->m->hidden / u->ts;         /* embedding dropout mask */
+    d->act_logits = 4.0 * u->T * u->m->vocab / u->tp; /* fp32 logits */
 }
 
 /* Layer forward time (compute and exposed communication) and its parts. */
@@ -629,8 +629,8 @@ static void rank_figures(ps_estimate *e, const ps__setup *u, int32_t r, rank_fig
     int inter = (long long)u->tp * u->cp * u->dp > u->gpn;
     int dist = tr->distributed_optimizer;
     int red = dist ? PS__REDUCE_SCATTER : PS__ALL_REDUCE;
-    double grads = ps__coll_s(u, red, d, 4.0 * o->pd, inter) +
-                   ps__coll_s(u, red, edp, 4.0 * o->pe, inter);
+    double grads =
+        ps__coll_s(u, red, d, 4.0 * o->pd, inter) + ps__coll_s(u, red, edp, 4.0 * o->pe, inter);
     double gather = dist ? ps__coll_s(u, PS__ALL_GATHER, d, 2.0 * o->pd, inter) +
                                ps__coll_s(u, PS__ALL_GATHER, edp, 2.0 * o->pe, inter)
                          : 0.0;
@@ -745,8 +745,8 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
     /* PP: one activation of b.s/cp tokens (sharded by t with SP) per boundary; inter-node
      * when the ranks of one stage (tp.cp.dp) fill a node, pp varying slowest. */
     double act = u.T * m.hidden * 2.0 / u.ts;
-    double c = u.pp > 1 ? ps__coll_s(&u, PS__P2P, 2, act, (long long)u.tp * u.cp * u.dp >= u.gpn)
-                        : 0.0;
+    double c =
+        u.pp > 1 ? ps__coll_s(&u, PS__P2P, 2, act, (long long)u.tp * u.cp * u.dp >= u.gpn) : 0.0;
     if ((rc = build_problem(e, &u, &d, name, c)) || (rc = simulate(e, c)) ||
         (rc = results(e, &u, &d, c)))
         return rc;
