@@ -257,7 +257,7 @@ START_TEST(estimate_config_errors)
     strcpy(x.schedule, "1f1b");
     expect_error(x, m, PS_ECONFIG, "needs a schedule that takes vpp");
     x = t, x.pp = 2, x.vpp = 3; /* 4 layers over 6 stages */
-    expect_error(x, m, PS_ECONFIG, "must be divisible by the 6 stages");
+    expect_error(x, m, PS_ECONFIG, "do not divide evenly over 6 stages");
     x = t, x.ep = 3;
     expect_error(x, moe, PS_ECONFIG, "experts (8) must be divisible by ep (3)");
     x = t, x.ep = 4;

@@ -14,7 +14,6 @@
  */
 #include "model/cost.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -289,45 +288,6 @@ static int plan_schedule(ps_estimate *e, ps__setup *u, char name[32])
     if (u->stages > PS_MAX_STAGES)
         return ps__seterr(e->err, PS_ERANGE, "pp*vpp = %d stages exceeds the limit %d", u->stages,
                           PS_MAX_STAGES);
-    return 0;
-}
-
-/*
- * Temporary even split until ps_layout_split lands (same contract): the decoder layers over
- * `stages` model stages, first / last fixing the first and last stage's layers.
- */
-static int split_layers(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
-                        int32_t first, int32_t last, ps_stage_layers *out, char *err, size_t errlen)
-{
-    (void)mtp;
-    if (layout) {
-        snprintf(err, errlen, "pipeline layout strings are not supported yet");
-        return PS_EUNSUPPORTED;
-    }
-    int32_t rest = layers, mid = stages, lo = 0, hi = stages;
-    if (first > 0) {
-        rest -= first, mid--, lo = 1;
-    }
-    if (last > 0 && stages > 1) {
-        rest -= last, mid--, hi = stages - 1;
-    }
-    if (rest < 0 || (mid == 0 && rest) || (mid > 0 && rest % mid)) {
-        snprintf(err, errlen,
-                 "layers (%d) must be divisible by the %d stages (pp*vpp) once the first (%d) "
-                 "and last (%d) stage layers are taken",
-                 layers, mid, first, last);
-        return PS_ECONFIG;
-    }
-    int32_t each = mid > 0 ? rest / mid : 0, l0 = 0;
-    for (int32_t s = 0; s < stages; s++) {
-        int32_t n = s < lo ? first : (s >= hi ? last : each);
-        out[s].first_layer = l0;
-        out[s].layers = n;
-        out[s].embedding = s == 0;
-        out[s].loss = s == stages - 1;
-        out[s].mtp = 0;
-        l0 += n;
-    }
     return 0;
 }
 
@@ -737,8 +697,9 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
         return rc;
     if ((rc = reserve(e, (size_t)u.stages, (size_t)u.pp)))
         return rc;
-    if ((rc = split_layers(t.layout, u.model_stages, m.layers, 0, t.first_stage_layers,
-                           t.last_stage_layers, e->sl, e->err, sizeof e->err)))
+    if ((rc =
+             ps_layout_split(t.layout, u.model_stages, m.layers, m.mtp_layers, t.first_stage_layers,
+                             t.last_stage_layers, e->sl, e->err, sizeof e->err)))
         return rc;
     derive(&u, &d);
     stage_costs(e, &u, &d, m.experts > 0);
