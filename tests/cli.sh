@@ -276,7 +276,7 @@ contains "$tmp/err" 'unknown format "xml" (table, json, csv, csv-comms)' "choice
 # `pipesched --help` lists the built commands in a stable order.
 order="list generate simulate check"
 "$bin" help run >/dev/null 2>&1 && order="$order run"
-order="$order plan"
+order="$order plan estimate"
 "$bin" help draw >/dev/null 2>&1 && order="$order draw"
 order="$order demo help"
 expect 0 "--help lists the commands" -- "$bin" --help
@@ -288,6 +288,39 @@ else
     fail=$((fail + 1))
     echo "FAIL: pipesched --help lists \"$got\", expected \"$order\""
 fi
+
+# estimate: a real model on real hardware (the figures are the suites' business; here the
+# command line: required options, names, files, errors, JSON keys, Megatron-LM's names).
+est="--model llama3-8b --hardware h100-sxm --gpus 16 --tp 2 --pp 2 --gbs 32 --mbs 1 --seq 4096"
+# shellcheck disable=SC2086
+expect 0 "estimate" -- "$bin" estimate $est
+contains "$tmp/out" "step time" "estimate prints the step time"
+contains "$tmp/out" "memory per pipeline rank, GiB:" "estimate prints the memory by rank"
+# shellcheck disable=SC2086
+expect 0 "estimate --json" -- "$bin" estimate $est --json
+for key in step_time_s tokens_per_s_per_gpu mfu model_tflops_per_gpu bubble_s peak_gib \
+    weights_gib grads_gib optimizer_gib activations_gib total_gib fits; do
+    contains "$tmp/out" "\"$key\":" "estimate --json has $key"
+done
+cp "$tmp/out" "$tmp/est-short.json"
+expect 0 "estimate, Megatron-LM names" -- "$bin" estimate --model llama3-8b --hardware h100-sxm \
+    --gpus 16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
+    --global-batch-size 32 --micro-batch-size 1 --seq-length 4096 --json
+same "$tmp/est-short.json" "$tmp/out" "estimate: Megatron-LM's names give the same estimate"
+expect 0 "estimate from a HuggingFace config and a hardware file" -- "$bin" estimate \
+    --model data/hf/tinyllama-1.1b.json --hardware data/hw/h100-94g.json --gpus 8 --tp 1 \
+    --pp 2 --gbs 16 --mbs 1 --seq 2048
+expect 2 "estimate without its required options" -- "$bin" estimate --model llama3-8b
+contains "$tmp/err" "estimate needs --hardware, --gpus, --tp, --pp, --gbs, --mbs, --seq" \
+    "estimate names every missing option"
+# shellcheck disable=SC2086
+expect 2 "estimate, unknown model" -- "$bin" estimate $est --model llama-9000
+contains "$tmp/err" 'is neither a built-in (' "estimate lists the built-in models"
+# shellcheck disable=SC2086
+expect 2 "estimate, gpus not divisible" -- "$bin" estimate $est --gpus 10
+# shellcheck disable=SC2086
+expect 2 "estimate, bad precision" -- "$bin" estimate $est --precision fp4
+expect 2 "estimate option elsewhere" -- "$bin" simulate --gbs 8
 
 # The guide's option list and its `help simulate` example are the program's own output
 # (checked against a build with every command, which the guide documents).

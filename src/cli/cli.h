@@ -31,6 +31,12 @@ typedef struct cli_opts {
     int format, method, kind; /* a ps_format, a PS_PLANNER_*, a CLI_KIND_* */
     int split_backward, timed, json, help;
     const char *file; /* the command's operand (check's FILE.csv) */
+    /* estimate */
+    const char *model, *hardware, *layout;
+    long long gpus, gpus_per_node, tp, cp, ep, etp, gbs, mbs, seq, recompute_layers;
+    long long first_layers, last_layers;
+    int precision, recompute; /* a ps_precision, a ps_recompute */
+    int distributed_optimizer, no_overlap;
 } cli_opts;
 
 typedef enum { CLI_FLAG, CLI_INT, CLI_STRING, CLI_DECIMAL, CLI_CHOICE } cli_arg_type;
@@ -42,7 +48,7 @@ typedef struct cli_choice {
 } cli_choice;
 
 /* Bounds of the table, for parse.c's static getopt tables; options.c checks them. */
-#define CLI_MAX_OPTIONS 32
+#define CLI_MAX_OPTIONS 48
 #define CLI_MAX_ALIASES 2
 
 /* One option. The range fields apply to the type that names them. */

@@ -1,0 +1,261 @@
+/*
+ * `pipesched estimate`: a real model on real hardware with a parallel setup, in seconds and
+ * bytes: step time, throughput, MFU, the bubble, the exposed communication by kind and the
+ * memory of every pipeline rank (include/pipesched/model.h; formulas in docs/model.md).
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+#include <pipesched/model.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A HuggingFace config or a hardware file is a few kilobytes. */
+#define SPEC_LIMIT (16u << 20)
+#define ERR_LEN 1024
+
+static const char *const comm_names[PS_COMM_KINDS] = {"tp", "cp", "ep", "pp", "dp"};
+
+/* Lists the built-in names of a table, for the message of an unknown one. */
+static void list_names(const char *(*name)(size_t i))
+{
+    for (size_t i = 0; name(i); i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", name(i));
+}
+
+/* Reads the file behind a --model or --hardware that is not a built-in name. */
+static int read_spec(const char *what, const char *arg, const char *(*name)(size_t i), char **text,
+                     size_t *len)
+{
+    if (strcmp(arg, "-") && access(arg, F_OK)) {
+        fprintf(stderr, "pipesched: --%s \"%s\" is neither a built-in (", what, arg);
+        list_names(name);
+        fprintf(stderr, ") nor a file\n");
+        return EXIT_USAGE;
+    }
+    return cli_read_file(arg, SPEC_LIMIT, text, len) ? EXIT_USAGE : EXIT_OK;
+}
+
+/* --model: a built-in name or a HuggingFace config.json. */
+static int load_model(const char *arg, ps_transformer *t)
+{
+    if (ps_transformer_builtin(arg, t) == 0)
+        return EXIT_OK;
+    char *text, err[ERR_LEN] = "";
+    size_t len;
+    int ex = read_spec("model", arg, ps_transformer_builtin_name, &text, &len);
+    if (ex)
+        return ex;
+    int rc = ps_transformer_from_hf(text, len, t, err, sizeof err);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "pipesched: %s: %s\n", arg, *err ? err : ps_strerror(rc));
+        return cli_exit_code(rc);
+    }
+    return EXIT_OK;
+}
+
+/* --hardware: a preset name or a hardware file (docs/hardware.md). */
+static int load_hardware(const char *arg, ps_hardware *hw)
+{
+    if (ps_hardware_builtin(arg, hw) == 0)
+        return EXIT_OK;
+    char *text, err[ERR_LEN] = "";
+    size_t len;
+    int ex = read_spec("hardware", arg, ps_hardware_builtin_name, &text, &len);
+    if (ex)
+        return ex;
+    int rc = ps_hardware_from_json(text, len, hw, err, sizeof err);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "pipesched: %s: %s\n", arg, *err ? err : ps_strerror(rc));
+        return cli_exit_code(rc);
+    }
+    return EXIT_OK;
+}
+
+/* The options estimate cannot do without: the model, the machine and the job's shape. */
+static int check_required(const cli_opts *o)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+        int is_string;
+    } required[] = {
+        {"model", offsetof(cli_opts, model), 1}, {"hardware", offsetof(cli_opts, hardware), 1},
+        {"gpus", offsetof(cli_opts, gpus), 0},   {"tp", offsetof(cli_opts, tp), 0},
+        {"pp", offsetof(cli_opts, pp), 0},       {"gbs", offsetof(cli_opts, gbs), 0},
+        {"mbs", offsetof(cli_opts, mbs), 0},     {"seq", offsetof(cli_opts, seq), 0},
+    };
+    int missing = 0;
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        const char *at = (const char *)o + required[i].offset;
+        int given = required[i].is_string ? *(const char *const *)(const void *)at != NULL
+                                          : *(const long long *)(const void *)at >= 0;
+        if (!given)
+            fprintf(stderr, "%s --%s", missing++ ? "," : "pipesched: estimate needs",
+                    required[i].name);
+    }
+    if (missing)
+        fprintf(stderr, " (see pipesched estimate --help)\n");
+    return missing ? EXIT_USAGE : EXIT_OK;
+}
+
+/* The parallel setup: ps_train_init's defaults, then every option given. */
+static void fill_train(const cli_opts *o, ps_train *t)
+{
+    ps_train_init(t);
+    t->gpus = (int32_t)o->gpus;
+    t->tp = (int32_t)o->tp;
+    t->pp = (int32_t)o->pp;
+    t->gbs = o->gbs;
+    t->mbs = (int32_t)o->mbs;
+    t->seq = (int32_t)o->seq;
+    if (o->gpus_per_node >= 0)
+        t->gpus_per_node = (int32_t)o->gpus_per_node;
+    if (o->vpp >= 0)
+        t->vpp = (int32_t)o->vpp;
+    if (o->cp >= 0)
+        t->cp = (int32_t)o->cp;
+    if (o->ep >= 0)
+        t->ep = (int32_t)o->ep;
+    if (o->etp >= 0)
+        t->etp = (int32_t)o->etp;
+    if (o->precision >= 0)
+        t->precision = o->precision;
+    if (o->recompute >= 0)
+        t->recompute = o->recompute;
+    if (o->recompute_layers >= 0)
+        t->recompute_layers = (int32_t)o->recompute_layers;
+    t->distributed_optimizer = o->distributed_optimizer;
+    if (o->no_overlap)
+        t->overlap_grad_reduce = t->overlap_param_gather = 0;
+    if (o->schedule)
+        snprintf(t->schedule, sizeof t->schedule, "%s", o->schedule);
+    t->layout = o->layout;
+    if (o->first_layers >= 0)
+        t->first_stage_layers = (int32_t)o->first_layers;
+    if (o->last_layers >= 0)
+        t->last_stage_layers = (int32_t)o->last_layers;
+}
+
+static void print_text(FILE *f, const ps_estimate *e, const ps_transformer *m,
+                       const ps_hardware *hw, const ps_train *t, const ps_estimate_result *r)
+{
+    const ps_schedule *s = ps_estimate_schedule(e);
+    fprintf(f, "%s on %d x %s: tp %d pp %d vpp %d cp %d ep %d dp %d; gbs %lld mbs %d seq %d\n",
+            m->name, t->gpus, hw->name, t->tp, t->pp, ps_schedule_vpp(s), t->cp, t->ep, r->dp,
+            (long long)t->gbs, t->mbs, t->seq);
+    fprintf(f, "schedule %s, %d micro-batches per iteration\n\n", ps_schedule_family(s),
+            r->microbatches);
+    fprintf(f, "step time          %10.4f s\n", r->step_time_s);
+    fprintf(f, "tokens/s per GPU   %10.1f\n", r->tokens_per_s_per_gpu);
+    fprintf(f, "model TFLOP/s/GPU  %10.1f   MFU %.1f%%\n", r->model_tflops_per_gpu, 100 * r->mfu);
+    fprintf(f, "bubble             %10.4f s\n", r->bubble_s);
+    fprintf(f, "compute            %10.4f s (busiest rank)\n", r->compute_s);
+    fprintf(f, "exposed comm      ");
+    for (int k = 0; k < PS_COMM_KINDS; k++)
+        fprintf(f, " %s %.4f s%s", comm_names[k], r->exposed_s[k],
+                k + 1 < PS_COMM_KINDS ? "," : "");
+    fprintf(f, "\noptimizer step     %10.4f s\n\n", r->optimizer_s);
+    fprintf(f, "memory per pipeline rank, GiB:\n%6s %9s %9s %10s %12s %9s %9s %10s\n", "rank",
+            "weights", "grads", "optimizer", "activations", "overhead", "total", "in-flight");
+    for (int rank = 0; rank < ps_schedule_pp(s); rank++) {
+        ps_rank_memory mem;
+        ps_estimate_rank_memory(e, rank, &mem);
+        fprintf(f, "%6d %9.2f %9.2f %10.2f %12.2f %9.2f %9.2f %10lld\n", rank, mem.weights,
+                mem.grads, mem.optimizer, mem.activations, mem.overhead, mem.total,
+                (long long)mem.peak_inflight);
+    }
+    fprintf(f, "peak %.2f GiB on rank %d of %.0f GiB: %s\n", r->peak_gib, r->peak_rank, hw->hbm_gib,
+            r->fits ? "fits" : "DOES NOT FIT");
+}
+
+static void print_json(FILE *f, const ps_estimate *e, const ps_estimate_result *r)
+{
+    const ps_schedule *s = ps_estimate_schedule(e);
+    fprintf(f,
+            "{\"schedule\":\"%s\",\"dp\":%d,\"microbatches\":%d,\"step_time_s\":%.9g,"
+            "\"tokens_per_s_per_gpu\":%.9g,\"model_tflops_per_gpu\":%.9g,\"mfu\":%.9g,"
+            "\"bubble_s\":%.9g,\"compute_s\":%.9g,\"optimizer_s\":%.9g,\"exposed_s\":{",
+            ps_schedule_family(s), r->dp, r->microbatches, r->step_time_s, r->tokens_per_s_per_gpu,
+            r->model_tflops_per_gpu, r->mfu, r->bubble_s, r->compute_s, r->optimizer_s);
+    for (int k = 0; k < PS_COMM_KINDS; k++)
+        fprintf(f, "%s\"%s\":%.9g", k ? "," : "", comm_names[k], r->exposed_s[k]);
+    fprintf(f, "},\"memory\":{\"peak_gib\":%.9g,\"peak_rank\":%d,\"ranks\":[", r->peak_gib,
+            r->peak_rank);
+    for (int rank = 0; rank < ps_schedule_pp(s); rank++) {
+        ps_rank_memory m;
+        ps_estimate_rank_memory(e, rank, &m);
+        fprintf(f,
+                "%s{\"weights_gib\":%.9g,\"grads_gib\":%.9g,\"optimizer_gib\":%.9g,"
+                "\"activations_gib\":%.9g,\"overhead_gib\":%.9g,\"total_gib\":%.9g,"
+                "\"peak_inflight\":%lld}",
+                rank ? "," : "", m.weights, m.grads, m.optimizer, m.activations, m.overhead,
+                m.total, (long long)m.peak_inflight);
+    }
+    fprintf(f, "]},\"fits\":%s}\n", r->fits ? "true" : "false");
+}
+
+/* Prints the result to -o FILE or stdout; returns the exit status. */
+static int print_result(const cli_opts *o, const ps_estimate *e, const ps_transformer *m,
+                        const ps_hardware *hw, const ps_train *t)
+{
+    ps_estimate_result r;
+    ps_estimate_result_get(e, &r);
+    FILE *f = o->output ? fopen(o->output, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+        return EXIT_USAGE;
+    }
+    if (o->json)
+        print_json(f, e, &r);
+    else
+        print_text(f, e, m, hw, t, &r);
+    if (o->output && fclose(f)) {
+        fprintf(stderr, "pipesched: writing %s failed\n", o->output);
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
+}
+
+static int estimate_main(const cli_opts *o)
+{
+    ps_transformer model;
+    ps_hardware hw;
+    ps_train train;
+    int ex = check_required(o);
+    if (!ex)
+        ex = load_model(o->model, &model);
+    if (!ex)
+        ex = load_hardware(o->hardware, &hw);
+    if (ex)
+        return ex;
+    fill_train(o, &train);
+    ps_estimate *e;
+    int rc = ps_estimate_new(&e, NULL);
+    if (rc)
+        return cli_report("estimate", rc, NULL);
+    rc = ps_estimate_run(e, &model, &hw, &train);
+    ex = rc ? cli_report("estimate", rc, ps_estimate_last_error(e))
+            : print_result(o, e, &model, &hw, &train);
+    ps_estimate_free(e);
+    return ex;
+}
+
+const cli_command cli_cmd_estimate = {
+    .name = "estimate",
+    .summary = "step time and memory of a real model on real hardware",
+    .usage = "pipesched estimate --model NAME|FILE --hardware NAME|FILE --gpus N --tp T --pp P\n"
+             "                          --gbs B --mbs b --seq S [OPTIONS]",
+    .about = "Derives the forward, input-gradient and weight-gradient durations of every\n"
+             "virtual stage in seconds and the bytes every pipeline rank holds, from the model\n"
+             "(a built-in name or a HuggingFace config.json), the hardware (a preset or a\n"
+             "file) and the parallel setup; simulates the iteration with the schedule; prints\n"
+             "the step time, tokens/s per GPU, MFU, the bubble, the exposed communication by\n"
+             "kind and the memory of every pipeline rank (docs/model.md).",
+    .option_help = {{"json", "the estimate as JSON"}},
+    .run = estimate_main,
+};
