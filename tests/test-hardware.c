@@ -454,7 +454,7 @@ START_TEST(hardware_train_init_defaults)
     ck_assert_int_eq(t.precision, PS_PREC_BF16);
     ck_assert_int_eq(t.recompute, PS_RECOMPUTE_NONE);
     ck_assert_int_eq(t.recompute_layers, 0);
-    ck_assert_int_eq(t.distributed_optimizer, 1);
+    ck_assert_int_eq(t.distributed_optimizer, 0);
     ck_assert_int_eq(t.overlap_grad_reduce, 1);
     ck_assert_int_eq(t.overlap_param_gather, 1);
     ck_assert_str_eq(t.schedule, "");

@@ -76,8 +76,10 @@ typedef struct ps_param_count {
     double moe_layer;   /* one MoE layer, all experts (0 for a dense model) */
     double moe_expert;  /* of which routed-expert parameters (sharded over EP) */
     double mtp_layer;   /* one MTP layer (0 without) */
-    double total;       /* everything */
-    double active;      /* per token: attention, dense MLPs, top_k routed + shared experts */
+    double total;       /* everything, the final norm and the MTP layers included */
+    /* Per token: embedding, attention, dense MLPs, top_k routed + shared experts, output; not
+     * the MTP layers (docs/models.md says how each publisher counts). */
+    double active;
 } ps_param_count;
 
 /* The built-in model named `name` (case-insensitive; `ps_transformer_builtin_name`). Returns 0
@@ -164,8 +166,9 @@ typedef struct ps_train {
     int32_t last_stage_layers;     /* decoder layers of the last stage; 0 = even */
 } ps_train;
 
-/* Fills *t with the defaults: 8 GPUs, tp = pp = vpp = cp = ep = 1, gbs 8, mbs 1, seq 4096,
- * bf16, no recompute, distributed optimizer and both overlaps on, schedule "", a2a auto. */
+/* Fills *t with the defaults: 8 GPUs, tp = pp = vpp = cp = ep = 1, sequence parallelism on
+ * (it acts when tp > 1), gbs 8, mbs 1, seq 4096, bf16, no recompute, the distributed optimizer
+ * off (as in Megatron-LM), both overlaps on, schedule "", a2a auto, an even split. */
 PS_EXTERN void ps_train_init(ps_train *t);
 
 /* ---- Layer partition ------------------------------------------------------------------------ */
@@ -183,10 +186,13 @@ typedef struct ps_stage_layers {
  * Splits `layers` decoder layers and `mtp` MTP layers over `stages` virtual stages (in model
  * order; virtual stage i runs on rank i mod pp for interleaved placements), into out[stages].
  * layout: Megatron's --pipeline-model-parallel-layout string ("E", "t", "m", "L", "|" between
- * stages, "*N" repetition, parentheses), or NULL for an even split in which first / last (> 0)
- * fix the decoder layers of the first / last stage (Megatron's
- * --decoder-first/last-pipeline-num-layers). PS_ECONFIG with the column in err when the string
- * does not parse or does not match the counts.
+ * stages, "*N" repetition, parentheses; an empty string is parsed and refused, NULL means no
+ * layout), or NULL for Megatron's even split (layers must divide over the stages), in which
+ * first / last (> 0) fix the decoder layers of the first / last VIRTUAL stage and the rest is
+ * split evenly (Megatron's --decoder-first/last-pipeline-num-layers count per pipeline rank;
+ * the two agree when there is one virtual stage per rank). Returns 0; PS_EINVAL (out NULL),
+ * PS_ERANGE (stages outside [1, PS_MAX_STAGES]) or PS_ECONFIG with the column in err when the
+ * string does not parse or does not match the counts; out is zeroed on error (docs/layout.md).
  */
 PS_EXTERN int ps_layout_split(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
                               int32_t first, int32_t last, ps_stage_layers *out, char *err,
@@ -204,7 +210,7 @@ typedef struct ps_estimate_result {
     double mfu;                      /* model_tflops_per_gpu / the precision's peak */
     double bubble_s;                 /* the largest idle time of a rank within the pipeline */
     double compute_s;                /* the busiest rank's compute */
-    double exposed_s[PS_COMM_KINDS]; /* exposed communication by kind, busiest rank */
+    double exposed_s[PS_COMM_KINDS]; /* exposed communication by kind (docs/model.md) */
     double optimizer_s;              /* the optimizer step */
     int32_t dp, microbatches;        /* derived */
     double peak_gib;                 /* the largest rank's total */

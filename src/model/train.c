@@ -24,7 +24,7 @@ void ps_train_init(ps_train *t)
     t->precision = PS_PREC_BF16;
     t->recompute = PS_RECOMPUTE_NONE;
     t->recompute_layers = 0;
-    t->distributed_optimizer = 1;
+    t->distributed_optimizer = 0; /* off, as in Megatron-LM: --use-distributed-optimizer */
     t->overlap_grad_reduce = 1;
     t->overlap_param_gather = 1;
     t->schedule[0] = '\0'; /* interleaved when vpp > 1, else 1f1b */
