@@ -247,6 +247,28 @@ PS_EXTERN const ps_schedule *ps_estimate_schedule(const ps_estimate *e);
 PS_EXTERN const ps_problem *ps_estimate_problem(const ps_estimate *e);
 PS_EXTERN const ps_sim *ps_estimate_sim(const ps_estimate *e);
 
+/*
+ * Reads an estimate configuration (docs/config.md, "Estimate configuration"): one JSON object
+ * with "model" (a built-in name, {"hf": {...config.json...}} or {"base": NAME, ...fields}),
+ * "hardware" (a preset name or a hardware-file object) and "train" (the ps_train fields by
+ * name; precision, recompute and a2a by their words; the booleans as true/false). "model" and
+ * "hardware" are required; a "train" key the file omits keeps ps_train_init's default.
+ *
+ * ps_train.layout is a borrowed pointer, so the layout string is copied into the caller's
+ * layout_buf (layout_cap bytes, NUL included) and train->layout points there: it lives as long
+ * as the caller's buffer. layout_buf may be NULL (layout_cap 0) when the caller takes no
+ * layout; a file with a layout longer than fits is PS_ECONFIG. Without a layout in the file,
+ * train->layout is NULL and layout_buf is not written.
+ *
+ * Returns 0 and fills *model, *hw and *train (all three or none); PS_EINVAL for a NULL json,
+ * model, hw or train; PS_EPARSE with the line and column for malformed JSON; PS_ECONFIG for
+ * every problem at once, each under its JSON path ($.train.tp) with the value, unknown keys with
+ * a suggestion. The message goes to err (errlen bytes; may be NULL).
+ */
+PS_EXTERN int ps_estimate_config_load(const char *json, size_t len, ps_transformer *model,
+                                      ps_hardware *hw, ps_train *train, char *layout_buf,
+                                      size_t layout_cap, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

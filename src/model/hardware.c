@@ -9,6 +9,7 @@
  * SPDX-License-Identifier: MIT
  */
 #include "model/hardware.h"
+#include "model/keys.h"
 
 #include "internal.h"
 #include "io/json_diag.h"
@@ -254,29 +255,36 @@ static const char *preset_name(const void *ud, size_t i)
  */
 static bool check_value(ps__json_diag *d, const char *path, const hw_key *k, double v)
 {
+    return ps__key_check_number(d, path, k->type == KEY_I32, k->lo, k->lo_open, k->hi, v);
+}
+
+bool ps__key_check_number(ps__json_diag *d, const char *path, bool integer, double lo, bool lo_open,
+                          double hi, double v)
+{
     if (!isfinite(v)) {
         ps__json_error(d, path, "must be a finite number, got %g", v);
         return false;
     }
-    if (k->type == KEY_I32 && v != floor(v)) {
+    if (integer && v != floor(v)) {
         ps__json_error(d, path, "expected an integer, got %.15g", v);
         return false;
     }
-    if (k->lo_open ? v <= k->lo : v < k->lo) {
-        ps__json_error(d, path, "must be %s %g, got %.15g", k->lo_open ? ">" : ">=", k->lo, v);
+    if (lo_open ? v <= lo : v < lo) {
+        ps__json_error(d, path, "must be %s %g, got %.15g", lo_open ? ">" : ">=", lo, v);
         return false;
     }
-    if (v > k->hi) {
-        ps__json_error(d, path, "%.15g is beyond the limit %g", v, k->hi);
+    if (v > hi) {
+        ps__json_error(d, path, "%.15g is beyond the limit %g", v, hi);
         return false;
     }
     return true;
 }
 
-/* The rules between fields, on values that passed their ranges; prefix is "" or "$.". */
+/* The rules between fields, on values that passed their ranges; prefix is "" (the struct's
+ * fields) or a JSON path and "." ("$.", "$.hardware."). */
 static void check_rules(ps__json_diag *d, const ps_hardware *hw, const char *prefix)
 {
-    char path[64];
+    char path[PS__JSON_PATH_LEN];
     if (hw->peak_tflops_fp8 != 0 && hw->peak_tflops_fp8 < hw->peak_tflops_bf16) {
         snprintf(path, sizeof path, "%speak_tflops_fp8", prefix);
         ps__json_error(d, path, "must be 0 (no FP8) or >= peak_tflops_bf16 (%.15g), got %.15g",
@@ -370,8 +378,7 @@ int ps_hardware_check(const ps_hardware *hw, char *err, size_t errlen)
 
 /* ---- the hardware file ---------------------------------------------------------------------- */
 
-/* Whether an earlier member of the object than it has the same key. */
-static bool repeated(const cJSON *root, const cJSON *it)
+bool ps__json_repeated(const cJSON *root, const cJSON *it)
 {
     for (const cJSON *p = root->child; p != it; p = p->next)
         if (strcmp(p->string, it->string) == 0)
@@ -380,15 +387,18 @@ static bool repeated(const cJSON *root, const cJSON *it)
 }
 
 /* Starts *hw from "base" (a preset) or from the generic figures; reports a bad base to d. */
-static void load_base(ps__json_diag *d, const cJSON *root, ps_hardware *hw, bool *has_base)
+static void load_base(ps__json_diag *d, const cJSON *root, const char *parent, ps_hardware *hw,
+                      bool *has_base)
 {
+    char path[PS__JSON_PATH_LEN];
+    ps__json_key_path(path, parent, "base");
     *hw = generic;
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "base");
     *has_base = base != NULL;
     if (!base)
         return;
     if (!cJSON_IsString(base)) {
-        ps__json_type_error(d, "$.base", "a string (a preset name)", base);
+        ps__json_type_error(d, path, "a string (a preset name)", base);
         return;
     }
     const ps_hardware *p = find_preset(base->valuestring);
@@ -404,45 +414,46 @@ static void load_base(ps__json_diag *d, const cJSON *root, ps_hardware *hw, bool
     }
     const char *hint = ps__json_suggest(base->valuestring, preset_name, NULL);
     if (hint)
-        ps__json_error(d, "$.base", "unknown preset %s (did you mean \"%s\"?); presets: %s", quoted,
+        ps__json_error(d, path, "unknown preset %s (did you mean \"%s\"?); presets: %s", quoted,
                        hint, list);
     else
-        ps__json_error(d, "$.base", "unknown preset %s; presets: %s", quoted, list);
+        ps__json_error(d, path, "unknown preset %s; presets: %s", quoted, list);
 }
 
-static void load_name(ps__json_diag *d, const cJSON *it, ps_hardware *hw)
+static void load_name(ps__json_diag *d, const char *path, const cJSON *it, ps_hardware *hw)
 {
     if (!cJSON_IsString(it)) {
-        ps__json_type_error(d, "$.name", "a string", it);
+        ps__json_type_error(d, path, "a string", it);
         return;
     }
     size_t n = strlen(it->valuestring);
     if (n == 0 || n >= sizeof hw->name) {
-        ps__json_error(d, "$.name", "must have 1 to %zu bytes, got %zu", sizeof hw->name - 1, n);
+        ps__json_error(d, path, "must have 1 to %zu bytes, got %zu", sizeof hw->name - 1, n);
         return;
     }
     memcpy(hw->name, it->valuestring, n + 1);
 }
 
 /* Checks and sets every member of root; marks the figures set in given[]. */
-static void load_members(ps__json_diag *d, const cJSON *root, ps_hardware *hw, bool *given)
+static void load_members(ps__json_diag *d, const cJSON *root, const char *parent, ps_hardware *hw,
+                         bool *given)
 {
     for (const cJSON *it = root->child; it; it = it->next) {
         char path[PS__JSON_PATH_LEN];
-        ps__json_key_path(path, "$", it->string);
-        if (repeated(root, it)) {
+        ps__json_key_path(path, parent, it->string);
+        if (ps__json_repeated(root, it)) {
             ps__json_error(d, path, "duplicate key");
             continue;
         }
         if (strcmp(it->string, "base") == 0)
             continue; /* read first, by load_base */
         if (strcmp(it->string, "name") == 0) {
-            load_name(d, it, hw);
+            load_name(d, path, it, hw);
             continue;
         }
         const hw_key *k = find_key(it->string);
         if (!k) {
-            ps__json_unknown_key(d, "$", it->string,
+            ps__json_unknown_key(d, parent, it->string,
                                  ps__json_suggest(it->string, file_key_name, NULL));
             continue;
         }
@@ -457,7 +468,7 @@ static void load_members(ps__json_diag *d, const cJSON *root, ps_hardware *hw, b
 }
 
 /* Without "base": every published figure the file lacks, in one item. */
-static void report_missing(ps__json_diag *d, const bool *given)
+static void report_missing(ps__json_diag *d, const char *parent, const bool *given)
 {
     char list[PS__JSON_ITEM_LEN] = "";
     size_t missing = 0;
@@ -469,8 +480,26 @@ static void report_missing(ps__json_diag *d, const bool *given)
         missing++;
     }
     if (missing)
-        ps__json_error(d, "$", "without \"base\", every published figure is required; missing %s",
-                       list);
+        ps__json_error(d, parent,
+                       "without \"base\", every published figure is required; missing %s", list);
+}
+
+void ps__hardware_load(ps__json_diag *d, const cJSON *obj, const char *parent, ps_hardware *out)
+{
+    ps_hardware hw;
+    bool has_base = false, given[N_KEYS] = {false};
+    size_t before = d->errors;
+    load_base(d, obj, parent, &hw, &has_base);
+    load_members(d, obj, parent, &hw, given);
+    if (!has_base)
+        report_missing(d, parent, given);
+    if (d->errors == before) {
+        char prefix[PS__JSON_PATH_LEN];
+        snprintf(prefix, sizeof prefix, "%s.", parent);
+        check_rules(d, &hw, prefix);
+    }
+    if (d->errors == before)
+        *out = hw;
 }
 
 int ps_hardware_from_json(const char *json, size_t len, ps_hardware *out, char *err, size_t errlen)
@@ -485,17 +514,10 @@ int ps_hardware_from_json(const char *json, size_t len, ps_hardware *out, char *
     ps__json_diag d;
     ps__json_diag_init(&d);
     ps_hardware hw;
-    bool has_base = false, given[N_KEYS] = {false};
-    if (!cJSON_IsObject(root)) {
+    if (!cJSON_IsObject(root))
         ps__json_type_error(&d, "$", "an object", root);
-    } else {
-        load_base(&d, root, &hw, &has_base);
-        load_members(&d, root, &hw, given);
-        if (!has_base)
-            report_missing(&d, given);
-        if (d.errors == 0)
-            check_rules(&d, &hw, "$.");
-    }
+    else
+        ps__hardware_load(&d, root, "$", &hw);
     cJSON_Delete(root);
     if (d.errors) {
         ps__json_diag_render(&d, msg);
@@ -508,10 +530,7 @@ int ps_hardware_from_json(const char *json, size_t len, ps_hardware *out, char *
 /* ---- docs/hardware.md -------------------------------------------------------------------------
  */
 
-static void emit(void (*write)(void *, const char *), void *ud, const char *fmt, ...)
-    PS__PRINTF(3, 4);
-
-static void emit(void (*write)(void *, const char *), void *ud, const char *fmt, ...)
+void ps__doc_emit(void (*write)(void *, const char *), void *ud, const char *fmt, ...)
 {
     char line[1024];
     va_list ap;
@@ -532,10 +551,10 @@ static void bound(char *buf, size_t n, double v)
 
 static void doc_keys(void (*write)(void *, const char *), void *ud)
 {
-    emit(write, ud, "| key | kind | type | range | without `base` | meaning |\n");
-    emit(write, ud, "|---|---|---|---|---|---|\n");
-    emit(write, ud, "| `base` | | string | a preset | | the preset the file starts from |\n");
-    emit(write, ud,
+    ps__doc_emit(write, ud, "| key | kind | type | range | without `base` | meaning |\n");
+    ps__doc_emit(write, ud, "|---|---|---|---|---|---|\n");
+    ps__doc_emit(write, ud, "| `base` | | string | a preset | | the preset the file starts from |\n");
+    ps__doc_emit(write, ud,
          "| `name` | | string | 1 to %zu bytes | `\"%s\"` | the name in reports; "
          "default: the base's |\n",
          sizeof generic.name - 1, generic.name);
@@ -546,7 +565,7 @@ static void doc_keys(void (*write)(void *, const char *), void *ud)
         bound(hi, sizeof hi, k->hi);
         if (k->kind == KEY_EFFICIENCY)
             snprintf(dflt, sizeof dflt, "%g", get(&generic, k));
-        emit(write, ud, "| `%s` | %s | %s | %s%s%s%s | %s | %s |\n", k->name,
+        ps__doc_emit(write, ud, "| `%s` | %s | %s | %s%s%s%s | %s | %s |\n", k->name,
              k->kind == KEY_PUBLISHED ? "published" : "efficiency",
              k->type == KEY_I32 ? "integer" : "number", k->lo_open ? "> " : "", lo,
              k->lo_open ? ", ≤ " : " … ", hi, dflt, k->doc);
@@ -555,21 +574,21 @@ static void doc_keys(void (*write)(void *, const char *), void *ud)
 
 static void doc_presets(void (*write)(void *, const char *), void *ud)
 {
-    emit(write, ud, "| preset |");
+    ps__doc_emit(write, ud, "| preset |");
     for (size_t i = 0; i < N_KEYS; i++)
         if (keys[i].kind == KEY_PUBLISHED)
-            emit(write, ud, " `%s` |", keys[i].name);
-    emit(write, ud, "\n|---|");
+            ps__doc_emit(write, ud, " `%s` |", keys[i].name);
+    ps__doc_emit(write, ud, "\n|---|");
     for (size_t i = 0; i < N_KEYS; i++)
         if (keys[i].kind == KEY_PUBLISHED)
-            emit(write, ud, "---|");
-    emit(write, ud, "\n");
+            ps__doc_emit(write, ud, "---|");
+    ps__doc_emit(write, ud, "\n");
     for (size_t p = 0; p < N_PRESETS; p++) {
-        emit(write, ud, "| `%s` |", presets[p].name);
+        ps__doc_emit(write, ud, "| `%s` |", presets[p].name);
         for (size_t i = 0; i < N_KEYS; i++)
             if (keys[i].kind == KEY_PUBLISHED)
-                emit(write, ud, " %g |", get(&presets[p], &keys[i]));
-        emit(write, ud, "\n");
+                ps__doc_emit(write, ud, " %g |", get(&presets[p], &keys[i]));
+        ps__doc_emit(write, ud, "\n");
     }
 }
 
