@@ -321,6 +321,23 @@ expect 2 "estimate, gpus not divisible" -- "$bin" estimate $est --gpus 10
 # shellcheck disable=SC2086
 expect 2 "estimate, bad precision" -- "$bin" estimate $est --precision fp4
 expect 2 "estimate option elsewhere" -- "$bin" simulate --gbs 8
+# estimate --config: the file, then the flags; the required settings from either.
+estcfg=../docs/examples/estimate-llama3-70b.json
+expect 0 "estimate --config" -- "$bin" estimate --config "$estcfg" --json
+contains "$tmp/out" '"microbatches":64,' "estimate --config: gbs 128 / (dp 2 x mbs 1) micro-batches"
+expect 0 "estimate --config, a flag overrides the file" -- "$bin" estimate --config "$estcfg" \
+    --gbs 256 --json
+contains "$tmp/out" '"microbatches":128,' "estimate --config --gbs 256 doubles the micro-batches"
+printf '{"model": "llama3-8b", "hardware": "h100-sxm", "train": {"tpp": 2}}' >"$tmp/estcfg.json"
+expect 2 "estimate --config, unknown key" -- "$bin" estimate --config "$tmp/estcfg.json"
+contains "$tmp/err" '$.train.tpp: unknown key (did you mean "tp"?)' \
+    "estimate --config names the unknown key"
+printf '{"model": "llama3-8b", "hardware": "h100-sxm", "train": {"tp": 2}}' >"$tmp/estcfg.json"
+expect 2 "estimate --config without the job's shape" -- "$bin" estimate --config "$tmp/estcfg.json"
+contains "$tmp/err" "estimate needs --gpus, --pp, --gbs, --mbs, --seq" \
+    "estimate --config: the required settings from the file and the flags together"
+expect 0 "estimate --config, the rest from flags" -- "$bin" estimate --config "$tmp/estcfg.json" \
+    --gpus 8 --pp 2 --gbs 8 --mbs 1 --seq 2048
 
 # The guide's option list and its `help simulate` example are the program's own output
 # (checked against a build with every command, which the guide documents).

@@ -8,6 +8,8 @@
 
 #include <pipesched/model.h>
 
+#include <cJSON.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +17,8 @@
 /* A HuggingFace config or a hardware file is a few kilobytes. */
 #define SPEC_LIMIT (16u << 20)
 #define ERR_LEN 1024
+/* Room for the --config file's layout string (ps_train.layout borrows it). */
+#define LAYOUT_LEN 4096
 
 static const char *const comm_names[PS_COMM_KINDS] = {"tp", "cp", "ep", "pp", "dp"};
 
@@ -76,8 +80,10 @@ static int load_hardware(const char *arg, ps_hardware *hw)
     return EXIT_OK;
 }
 
-/* The options estimate cannot do without: the model, the machine and the job's shape. */
-static int check_required(const cli_opts *o)
+/* The settings estimate cannot do without: the model, the machine and the job's shape, each
+ * from its option or from the --config file (whose "model" and "hardware" are required; the
+ * job's keys are looked up in its "train" object, NULL without a file). */
+static int check_required(const cli_opts *o, int has_file, const cJSON *file_train)
 {
     static const struct {
         const char *name;
@@ -94,6 +100,9 @@ static int check_required(const cli_opts *o)
         const char *at = (const char *)o + required[i].offset;
         int given = required[i].is_string ? *(const char *const *)(const void *)at != NULL
                                           : *(const long long *)(const void *)at >= 0;
+        if (has_file)
+            given |= required[i].is_string ||
+                     cJSON_GetObjectItemCaseSensitive(file_train, required[i].name) != NULL;
         if (!given)
             fprintf(stderr, "%s --%s", missing++ ? "," : "pipesched: estimate needs",
                     required[i].name);
@@ -103,16 +112,22 @@ static int check_required(const cli_opts *o)
     return missing ? EXIT_USAGE : EXIT_OK;
 }
 
-/* The parallel setup: ps_train_init's defaults, then every option given. */
+/* The parallel setup: *t holds ps_train_init's defaults or the --config file's "train"; every
+ * option given overrides it. */
 static void fill_train(const cli_opts *o, ps_train *t)
 {
-    ps_train_init(t);
-    t->gpus = (int32_t)o->gpus;
-    t->tp = (int32_t)o->tp;
-    t->pp = (int32_t)o->pp;
-    t->gbs = o->gbs;
-    t->mbs = (int32_t)o->mbs;
-    t->seq = (int32_t)o->seq;
+    if (o->gpus >= 0)
+        t->gpus = (int32_t)o->gpus;
+    if (o->tp >= 0)
+        t->tp = (int32_t)o->tp;
+    if (o->pp >= 0)
+        t->pp = (int32_t)o->pp;
+    if (o->gbs >= 0)
+        t->gbs = o->gbs;
+    if (o->mbs >= 0)
+        t->mbs = (int32_t)o->mbs;
+    if (o->seq >= 0)
+        t->seq = (int32_t)o->seq;
     if (o->gpus_per_node >= 0)
         t->gpus_per_node = (int32_t)o->gpus_per_node;
     if (o->vpp >= 0)
@@ -129,12 +144,14 @@ static void fill_train(const cli_opts *o, ps_train *t)
         t->recompute = o->recompute;
     if (o->recompute_layers >= 0)
         t->recompute_layers = (int32_t)o->recompute_layers;
-    t->distributed_optimizer = o->distributed_optimizer;
+    if (o->distributed_optimizer)
+        t->distributed_optimizer = 1;
     if (o->no_overlap)
         t->overlap_grad_reduce = t->overlap_param_gather = 0;
     if (o->schedule)
         snprintf(t->schedule, sizeof t->schedule, "%s", o->schedule);
-    t->layout = o->layout;
+    if (o->layout)
+        t->layout = o->layout;
     if (o->first_layers >= 0)
         t->first_stage_layers = (int32_t)o->first_layers;
     if (o->last_layers >= 0)
@@ -221,15 +238,49 @@ static int print_result(const cli_opts *o, const ps_estimate *e, const ps_transf
     return EXIT_OK;
 }
 
+/*
+ * --config FILE: the model, the hardware and the job from the file (docs/config.md, "Estimate
+ * configuration"), the layout string into layout[LAYOUT_LEN]; then the required settings are
+ * checked on the file and the options together. Without --config, ps_train_init's defaults and
+ * the required options alone.
+ */
+static int load_config(const cli_opts *o, ps_transformer *m, ps_hardware *hw, ps_train *t,
+                       char *layout)
+{
+    ps_train_init(t);
+    if (!o->config)
+        return check_required(o, 0, NULL);
+    char *text, err[ERR_LEN] = "";
+    size_t len;
+    if (cli_read_file(o->config, SPEC_LIMIT, &text, &len))
+        return EXIT_USAGE;
+    int rc = ps_estimate_config_load(text, len, m, hw, t, layout, LAYOUT_LEN, err, sizeof err);
+    int ex = EXIT_OK;
+    if (rc) {
+        fprintf(stderr, "pipesched: %s: %s\n", o->config, *err ? err : ps_strerror(rc));
+        ex = cli_exit_code(rc);
+    } else {
+        /* Parsed once more for which "train" keys the file names: the loader filled the rest
+         * with defaults, and a default is not a setting the user chose. */
+        cJSON *root = cJSON_ParseWithLength(text, len);
+        ex = root ? check_required(o, 1, cJSON_GetObjectItemCaseSensitive(root, "train"))
+                  : cli_report("estimate", PS_ENOMEM, NULL);
+        cJSON_Delete(root);
+    }
+    free(text);
+    return ex;
+}
+
 static int estimate_main(const cli_opts *o)
 {
     ps_transformer model;
     ps_hardware hw;
     ps_train train;
-    int ex = check_required(o);
-    if (!ex)
+    char layout[LAYOUT_LEN];
+    int ex = load_config(o, &model, &hw, &train, layout);
+    if (!ex && o->model)
         ex = load_model(o->model, &model);
-    if (!ex)
+    if (!ex && o->hardware)
         ex = load_hardware(o->hardware, &hw);
     if (ex)
         return ex;
@@ -249,7 +300,8 @@ const cli_command cli_cmd_estimate = {
     .name = "estimate",
     .summary = "step time and memory of a real model on real hardware",
     .usage = "pipesched estimate --model NAME|FILE --hardware NAME|FILE --gpus N --tp T --pp P\n"
-             "                          --gbs B --mbs b --seq S [OPTIONS]",
+             "                          --gbs B --mbs b --seq S [OPTIONS]\n"
+             "       pipesched estimate --config FILE [OPTIONS]",
     .about = "Derives the forward, input-gradient and weight-gradient durations of every\n"
              "virtual stage in seconds and the bytes every pipeline rank holds, from the model\n"
              "(a built-in name or a HuggingFace config.json), the hardware (a preset or a\n"

@@ -135,7 +135,7 @@ const cli_option cli_options[] = {
     {.name = "config",
      STRING(config),
      .metavar = "FILE",
-     .commands = INPUT_COMMANDS,
+     .commands = INPUT_COMMANDS " estimate",
      .help = "JSON configuration (docs/config.md); flags override it",
      .doc = "`-` reads standard input."},
     {.name = "method",
