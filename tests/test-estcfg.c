@@ -226,9 +226,9 @@ START_TEST(estcfg_example_file)
     char *json = read_text("../docs/examples/estimate-llama3-70b.json", &len);
     loaded l;
     memset(&l, 0, sizeof l);
-    ck_assert_int_eq(ps_estimate_config_load(json, len, &l.model, &l.hw, &l.train, NULL, 0, l.err,
-                                             sizeof l.err),
-                     0);
+    ck_assert_int_eq(
+        ps_estimate_config_load(json, len, &l.model, &l.hw, &l.train, NULL, 0, l.err, sizeof l.err),
+        0);
     free(json);
     ps_transformer m = builtin_model("llama3-70b");
     ck_assert_mem_eq(&l.model, &m, sizeof m);
@@ -336,8 +336,7 @@ START_TEST(estcfg_error_structure)
     ck_assert_msg(strncmp(l.err, "$.model: ", 9) == 0 && strstr(l.err, "kv_heads"), "%s", l.err);
     /* An HF config's own problem, under its path. */
     ck_assert_int_eq(load("{\"model\": {\"hf\": {}}, \"hardware\": \"h100-sxm\"}", &l), PS_ECONFIG);
-    ck_assert_msg(strncmp(l.err, "$.model.hf: ", 12) == 0 && strstr(l.err, "missing"), "%s",
-                  l.err);
+    ck_assert_msg(strncmp(l.err, "$.model.hf: ", 12) == 0 && strstr(l.err, "missing"), "%s", l.err);
 }
 END_TEST
 
@@ -350,8 +349,8 @@ START_TEST(estcfg_error_layout_buffer)
                                              l.layout, 5, l.err, sizeof l.err),
                      PS_ECONFIG);
     ck_assert_str_eq(l.err, "$.train.layout: 5 bytes do not fit the caller's buffer of 5");
-    ck_assert_int_eq(ps_estimate_config_load(json, strlen(json), &l.model, &l.hw, &l.train, NULL,
-                                             0, l.err, sizeof l.err),
+    ck_assert_int_eq(ps_estimate_config_load(json, strlen(json), &l.model, &l.hw, &l.train, NULL, 0,
+                                             l.err, sizeof l.err),
                      PS_ECONFIG);
     ck_assert_str_eq(l.err, "$.train.layout: 5 bytes do not fit the caller's buffer of 0");
     ck_assert_int_eq(ps_estimate_config_load(json, strlen(json), &l.model, &l.hw, &l.train,
@@ -387,20 +386,20 @@ START_TEST(estcfg_error_parse_and_arguments)
     ck_assert_int_eq(load("{\n  \"model\": \"llama3-8b\",\n  \"hardware\" \"h100-sxm\"\n}", &l),
                      PS_EPARSE);
     ck_assert_msg(strncmp(l.err, "line 3, column ", 15) == 0, "%s", l.err);
-    ck_assert_int_eq(ps_estimate_config_load(NULL, 0, &l.model, &l.hw, &l.train, NULL, 0, l.err,
-                                             sizeof l.err),
-                     PS_EINVAL);
+    ck_assert_int_eq(
+        ps_estimate_config_load(NULL, 0, &l.model, &l.hw, &l.train, NULL, 0, l.err, sizeof l.err),
+        PS_EINVAL);
     ck_assert_str_eq(l.err, "estimate configuration: NULL text or output");
     const char *json = "{" MIN "}";
-    ck_assert_int_eq(ps_estimate_config_load(json, strlen(json), NULL, &l.hw, &l.train, NULL, 0,
-                                             NULL, 0),
-                     PS_EINVAL);
-    ck_assert_int_eq(ps_estimate_config_load(json, strlen(json), &l.model, NULL, &l.train, NULL, 0,
-                                             NULL, 0),
-                     PS_EINVAL);
-    ck_assert_int_eq(ps_estimate_config_load(json, strlen(json), &l.model, &l.hw, NULL, NULL, 0,
-                                             NULL, 0),
-                     PS_EINVAL);
+    ck_assert_int_eq(
+        ps_estimate_config_load(json, strlen(json), NULL, &l.hw, &l.train, NULL, 0, NULL, 0),
+        PS_EINVAL);
+    ck_assert_int_eq(
+        ps_estimate_config_load(json, strlen(json), &l.model, NULL, &l.train, NULL, 0, NULL, 0),
+        PS_EINVAL);
+    ck_assert_int_eq(
+        ps_estimate_config_load(json, strlen(json), &l.model, &l.hw, NULL, NULL, 0, NULL, 0),
+        PS_EINVAL);
     /* No err buffer: the code alone. */
     ck_assert_int_eq(ps_estimate_config_load("{}", 2, &l.model, &l.hw, &l.train, NULL, 0, NULL, 0),
                      PS_ECONFIG);

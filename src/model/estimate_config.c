@@ -46,7 +46,10 @@ static const struct {
     size_t offset;
     const char *doc;
 } model_keys[] = {
-#define M(f, d) {#f, offsetof(ps_transformer, f), d}
+#define M(f, d)                                                                                    \
+    {                                                                                              \
+#f, offsetof(ps_transformer, f), d                                                         \
+    }
     M(layers, "decoder layers"),
     M(hidden, "hidden size"),
     M(ffn, "MLP size of the dense layers"),
@@ -105,9 +108,9 @@ typedef struct train_key {
     const char *name; /* the JSON key */
     size_t offset;    /* in ps_train */
     train_type type;
-    double lo, hi;           /* T_INT, T_INT64: the range [lo, hi] */
-    const choice *choices;   /* T_CHOICE */
-    const char *doc;         /* the meaning column of docs/config.md */
+    double lo, hi;         /* T_INT, T_INT64: the range [lo, hi] */
+    const choice *choices; /* T_CHOICE */
+    const char *doc;       /* the meaning column of docs/config.md */
 } train_key;
 
 #define AT(f) .name = #f, .offset = offsetof(ps_train, f)
@@ -527,12 +530,15 @@ static void doc_blocks(doc_write write, void *ud)
 static void doc_model(doc_write write, void *ud)
 {
     ps__doc_emit(write, ud, "| key | type | range | meaning |\n|---|---|---|---|\n");
-    ps__doc_emit(write, ud, "| `base` | string | a built-in model | the model the object starts "
-                            "from; required without `hf` |\n");
-    ps__doc_emit(write, ud, "| `hf` | object | a config.json | a HuggingFace config.json; no "
-                            "other key with it |\n");
-    ps__doc_emit(write, ud, "| `name` | string | 1 to %zu bytes | the name in reports; default: "
-                            "the base's |\n",
+    ps__doc_emit(write, ud,
+                 "| `base` | string | a built-in model | the model the object starts "
+                 "from; required without `hf` |\n");
+    ps__doc_emit(write, ud,
+                 "| `hf` | object | a config.json | a HuggingFace config.json; no "
+                 "other key with it |\n");
+    ps__doc_emit(write, ud,
+                 "| `name` | string | 1 to %zu bytes | the name in reports; default: "
+                 "the base's |\n",
                  sizeof((ps_transformer *)0)->name - 1);
     for (size_t i = 0; i < N_MODEL_KEYS; i++) {
         const ps__transformer_field *f = ps__transformer_field_at(model_keys[i].offset);

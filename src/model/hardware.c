@@ -553,11 +553,12 @@ static void doc_keys(void (*write)(void *, const char *), void *ud)
 {
     ps__doc_emit(write, ud, "| key | kind | type | range | without `base` | meaning |\n");
     ps__doc_emit(write, ud, "|---|---|---|---|---|---|\n");
-    ps__doc_emit(write, ud, "| `base` | | string | a preset | | the preset the file starts from |\n");
     ps__doc_emit(write, ud,
-         "| `name` | | string | 1 to %zu bytes | `\"%s\"` | the name in reports; "
-         "default: the base's |\n",
-         sizeof generic.name - 1, generic.name);
+                 "| `base` | | string | a preset | | the preset the file starts from |\n");
+    ps__doc_emit(write, ud,
+                 "| `name` | | string | 1 to %zu bytes | `\"%s\"` | the name in reports; "
+                 "default: the base's |\n",
+                 sizeof generic.name - 1, generic.name);
     for (size_t i = 0; i < N_KEYS; i++) {
         const hw_key *k = &keys[i];
         char lo[32], hi[32], dflt[32] = "required";
@@ -566,9 +567,9 @@ static void doc_keys(void (*write)(void *, const char *), void *ud)
         if (k->kind == KEY_EFFICIENCY)
             snprintf(dflt, sizeof dflt, "%g", get(&generic, k));
         ps__doc_emit(write, ud, "| `%s` | %s | %s | %s%s%s%s | %s | %s |\n", k->name,
-             k->kind == KEY_PUBLISHED ? "published" : "efficiency",
-             k->type == KEY_I32 ? "integer" : "number", k->lo_open ? "> " : "", lo,
-             k->lo_open ? ", ≤ " : " … ", hi, dflt, k->doc);
+                     k->kind == KEY_PUBLISHED ? "published" : "efficiency",
+                     k->type == KEY_I32 ? "integer" : "number", k->lo_open ? "> " : "", lo,
+                     k->lo_open ? ", ≤ " : " … ", hi, dflt, k->doc);
     }
 }
 
