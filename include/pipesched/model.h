@@ -161,9 +161,13 @@ typedef struct ps_train {
     int32_t overlap_param_gather;  /* 1: parameter all-gather overlaps the forwards */
     char schedule[32];             /* family or alias; "" = interleaved if vpp > 1, else 1f1b */
     int32_t a2a;                   /* ps_a2a for the MoE layers */
-    const char *layout;            /* Megatron pipeline layout string, borrowed; NULL = even */
-    int32_t first_stage_layers;    /* decoder layers of the first stage; 0 = even */
-    int32_t last_stage_layers;     /* decoder layers of the last stage; 0 = even */
+    /* Megatron pipeline layout string, borrowed; NULL = the even split; "auto" = the split of
+     * the decoder layers that minimises the simulated step time (embedding on the first, output
+     * layer, loss and MTP layers on the last virtual stage, empty stages allowed; never worse
+     * than the even split; read it with ps_estimate_stage_layers; docs/layout.md). */
+    const char *layout;
+    int32_t first_stage_layers; /* decoder layers of the first stage; 0 = even */
+    int32_t last_stage_layers;  /* decoder layers of the last stage; 0 = even */
 } ps_train;
 
 /* Fills *t with the defaults: 8 GPUs, tp = pp = vpp = cp = ep = 1, sequence parallelism on
@@ -197,6 +201,18 @@ typedef struct ps_stage_layers {
 PS_EXTERN int ps_layout_split(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
                               int32_t first, int32_t last, ps_stage_layers *out, char *err,
                               size_t errlen);
+
+/*
+ * Writes the Megatron --pipeline-model-parallel-layout string of s[stages] into buf (cap
+ * bytes, NUL-terminated): per stage "E", "t*N" (or "t"), "m*N" (or "m"), "L", stages joined by
+ * "|" (an empty stage is empty: "E||t|L"), without groups or commas, so Megatron and
+ * ps_layout_split read it back as the same split. Returns the string's length (without the
+ * NUL); PS_EINVAL (s or buf NULL, cap 0), PS_ERANGE (stages outside [1, PS_MAX_STAGES], or cap
+ * too small: buf then holds ""), PS_ECONFIG (a negative count, the embedding elsewhere than
+ * exactly stage 0, the loss elsewhere than exactly the last stage, MTP layers in two stages or
+ * before decoder layers: what a layout cannot say).
+ */
+PS_EXTERN int ps_layout_format(const ps_stage_layers *s, int32_t stages, char *buf, size_t cap);
 
 /* ---- The estimate --------------------------------------------------------------------------- */
 
@@ -241,6 +257,11 @@ PS_EXTERN int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const
                               const ps_train *train);
 PS_EXTERN int ps_estimate_result_get(const ps_estimate *e, ps_estimate_result *out);
 PS_EXTERN int ps_estimate_rank_memory(const ps_estimate *e, int rank, ps_rank_memory *out);
+/* The split of the last run (the layout's, the even one or the automatic one): *out points
+ * at one ps_stage_layers per virtual stage of one model copy (pp * vpp), borrowed until the
+ * next run or free. Returns that count; PS_EINVAL (e or out NULL), PS_ESTATE (no successful
+ * run; *out NULL). */
+PS_EXTERN int ps_estimate_stage_layers(const ps_estimate *e, const ps_stage_layers **out);
 /* The schedule, problem and simulation of the last run, borrowed until the next run or free
  * (times in seconds): for exports, traces and drawings. NULL before a successful run. */
 PS_EXTERN const ps_schedule *ps_estimate_schedule(const ps_estimate *e);

@@ -13,6 +13,7 @@
  * SPDX-License-Identifier: MIT
  */
 #include "model/cost.h"
+#include "model/partition.h"
 
 #include <string.h>
 
@@ -31,7 +32,9 @@ struct ps_estimate {
     ps_stage_cost *cost, *extra;
     ps_stage_mem *mem;
     double *tp_f, *tp_i, *cp_f, *cp_i, *wg_end, *act;
-    int32_t *counts;
+    int32_t *counts;      /* 3 blocks: the MoE layer counts, the partition's best and candidate */
+    int32_t model_stages; /* entries of sl the last run filled */
+    ps__partition_stats part; /* the last automatic partition (evals 0: none) */
     /* Per rank. */
     size_t cap_rk;
     ps_rank_memory *rm;
@@ -69,7 +72,7 @@ static void free_stage_tables(ps_estimate *e)
     ps__free(a, e->extra, n, sizeof *e->extra);
     ps__free(a, e->mem, n, sizeof *e->mem);
     ps__free(a, e->tp_f, 7 * n, sizeof(double)); /* one block: tp_f .. act */
-    ps__free(a, e->counts, n, sizeof *e->counts);
+    ps__free(a, e->counts, 3 * n, sizeof *e->counts);
     e->sl = NULL;
     e->cost = e->extra = NULL;
     e->mem = NULL;
@@ -108,7 +111,7 @@ static int reserve(ps_estimate *e, size_t n, size_t p)
         e->extra = ps__alloc(a, n, sizeof *e->extra);
         e->mem = ps__alloc(a, n, sizeof *e->mem);
         e->tp_f = ps__alloc(a, 7 * n, sizeof(double));
-        e->counts = ps__alloc(a, n, sizeof *e->counts);
+        e->counts = ps__alloc(a, 3 * n, sizeof *e->counts);
         e->cap_st = n;
         if (!e->sl || !e->cost || !e->extra || !e->mem || !e->tp_f || !e->counts) {
             free_stage_tables(e);
@@ -450,35 +453,51 @@ static int fail(ps_estimate *e, int rc, const char *what, const char *msg)
     return ps__seterr(e->err, rc, "%s: %s", what, msg);
 }
 
+/* What depends on the split: each stage's memory and durations (a dense model) or its layer
+ * count and extras (a MoE model, after ps_problem_set_moe). The automatic partition sets only
+ * these between candidates. */
+static int set_stage_tables(ps_estimate *e, const ps__setup *u)
+{
+    ps_problem *pb = e->pb;
+    size_t n = (size_t)u->stages;
+    int rc;
+    if ((rc = ps_problem_set_stage_memory(pb, e->mem, n)))
+        return fail(e, rc, "problem", ps_problem_last_error(pb));
+    if (u->m->experts == 0) {
+        if ((rc = ps_problem_set_stage_costs(pb, e->cost, n)))
+            return fail(e, rc, "problem", ps_problem_last_error(pb));
+        return 0;
+    }
+    for (int32_t s = 0; s < u->model_stages; s++)
+        e->counts[s] = e->sl[s].layers;
+    if ((rc = ps_problem_set_stage_layers(pb, e->counts, (size_t)u->model_stages)) ||
+        (rc = ps__problem_set_moe_extra(pb, e->extra, n)))
+        return fail(e, rc, "problem", ps_problem_last_error(pb));
+    return 0;
+}
+
 static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, const char *name,
                          double c)
 {
     ps_problem *pb = e->pb;
-    size_t n = (size_t)u->stages;
     int rc;
     if ((rc = ps_problem_set_schedule(pb, name)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_PP, u->pp)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_VPP, u->copies > 1 ? 1 : u->vpp)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, u->micro)) ||
-        (rc = ps_problem_set_cost(pb, PS_COST_C, c)) ||
-        (rc = ps_problem_set_stage_memory(pb, e->mem, n)))
+        (rc = ps_problem_set_cost(pb, PS_COST_C, c)))
         return fail(e, rc, "problem", ps_problem_last_error(pb));
     if (u->m->experts == 0) {
-        if ((rc = ps_problem_set_moe(pb, NULL)) || (rc = ps__problem_set_moe_extra(pb, NULL, 0)) ||
-            (rc = ps_problem_set_stage_costs(pb, e->cost, n)))
+        if ((rc = ps_problem_set_moe(pb, NULL)) || (rc = ps__problem_set_moe_extra(pb, NULL, 0)))
             return fail(e, rc, "problem", ps_problem_last_error(pb));
-        return 0;
+        return set_stage_tables(e, u);
     }
     ps_moe_model mm;
     if ((rc = moe_model(e, u, d, &mm)))
         return rc;
-    for (int32_t s = 0; s < u->model_stages; s++)
-        e->counts[s] = e->sl[s].layers;
-    if ((rc = ps_problem_set_stage_costs(pb, NULL, 0)) || (rc = ps_problem_set_moe(pb, &mm)) ||
-        (rc = ps_problem_set_stage_layers(pb, e->counts, (size_t)u->model_stages)) ||
-        (rc = ps__problem_set_moe_extra(pb, e->extra, n)))
+    if ((rc = ps_problem_set_stage_costs(pb, NULL, 0)) || (rc = ps_problem_set_moe(pb, &mm)))
         return fail(e, rc, "problem", ps_problem_last_error(pb));
-    return 0;
+    return set_stage_tables(e, u);
 }
 
 static int simulate(ps_estimate *e, double c)
@@ -676,6 +695,80 @@ static int results(ps_estimate *e, const ps__setup *u, const derived *d, double 
     return 0;
 }
 
+/* ---- the automatic partition (partition.c) ------------------------------------------------ */
+
+/* What one candidate split needs to become a simulated step time. */
+typedef struct auto_ctx {
+    ps_estimate *e;
+    const ps__setup *u;
+    const derived *d;
+    double c;
+} auto_ctx;
+
+/* Seconds of F + I + W of one decoder layer: only the search's starting point reads it. */
+static double layer_work(const ps__layer_s *L, const ps_train *tr)
+{
+    double gemm = L->attn_gemm + L->mlp_gemm + L->router + L->expert + L->shared;
+    double f = layer_f(L), tp = L->tp_attn + L->tp_mlp;
+    double i = gemm + 2.0 * L->attn_core + tp + L->cp_b;
+    if (tr->recompute == PS_RECOMPUTE_SELECTIVE)
+        i += L->attn_core;
+    if (tr->recompute == PS_RECOMPUTE_FULL)
+        i += f;
+    return f + i + gemm;
+}
+
+/* The search's evaluation: the candidate's stage tables, simulated on the problem built once. */
+static int eval_split(void *ctx, const int32_t *counts, double *step)
+{
+    const auto_ctx *a = ctx;
+    ps_estimate *e = a->e;
+    int32_t next = 0;
+    for (int32_t s = 0; s < a->u->model_stages; s++) {
+        e->sl[s].first_layer = next;
+        e->sl[s].layers = counts[s];
+        next += counts[s];
+    }
+    stage_costs(e, a->u, a->d, a->u->m->experts > 0);
+    int rc;
+    if ((rc = set_stage_tables(e, a->u)) || (rc = simulate(e, a->c)) ||
+        (rc = results(e, a->u, a->d, a->c)))
+        return rc;
+    *step = e->res.step_time_s;
+    return 0;
+}
+
+/* layout "auto": the split of the decoder layers that minimises the step time; the handle ends
+ * holding the simulation of the chosen split. */
+static int run_auto(ps_estimate *e, const ps__setup *u, const derived *d, const char *name,
+                    double c)
+{
+    const ps_train *tr = u->tr;
+    int32_t n = u->model_stages;
+    if (tr->first_stage_layers > 0 || tr->last_stage_layers > 0)
+        return CFG("layout auto chooses every stage: first (%d) and last (%d) stage layers must "
+                   "be 0",
+                   tr->first_stage_layers, tr->last_stage_layers);
+    memset(e->sl, 0, (size_t)n * sizeof *e->sl);
+    e->sl[0].embedding = 1;
+    e->sl[n - 1].loss = 1;
+    e->sl[n - 1].mtp = u->m->mtp_layers;
+    int rc;
+    if ((rc = build_problem(e, u, d, name, c)))
+        return rc;
+    auto_ctx a = {e, u, d, c};
+    ps__partition p = {n,
+                       u->m->layers,
+                       layer_work(&d->dense, tr),
+                       layer_work(&d->moe, tr),
+                       u->m->experts > 0 ? u->m->first_dense : u->m->layers,
+                       2.0 * d->emb_tp,
+                       d->out_f + d->out_i + d->out_w,
+                       eval_split,
+                       &a};
+    return ps__partition_search(&p, e->counts + e->cap_st, e->counts + 2 * e->cap_st, &e->part);
+}
+
 int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
                     const ps_train *train)
 {
@@ -697,20 +790,27 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
         return rc;
     if ((rc = reserve(e, (size_t)u.stages, (size_t)u.pp)))
         return rc;
-    if ((rc =
-             ps_layout_split(t.layout, u.model_stages, m.layers, m.mtp_layers, t.first_stage_layers,
-                             t.last_stage_layers, e->sl, e->err, sizeof e->err)))
-        return rc;
+    e->model_stages = u.model_stages;
+    memset(&e->part, 0, sizeof e->part);
     derive(&u, &d);
-    stage_costs(e, &u, &d, m.experts > 0);
     /* PP: one activation of b.s/cp tokens (sharded by t with SP) per boundary; inter-node
      * when the ranks of one stage (tp.cp.dp) fill a node, pp varying slowest. */
     double act = u.T * m.hidden * 2.0 / u.ts;
     double c =
         u.pp > 1 ? ps__coll_s(&u, PS__P2P, 2, act, (long long)u.tp * u.cp * u.dp >= u.gpn) : 0.0;
-    if ((rc = build_problem(e, &u, &d, name, c)) || (rc = simulate(e, c)) ||
-        (rc = results(e, &u, &d, c)))
-        return rc;
+    if (t.layout && strcmp(t.layout, "auto") == 0) {
+        if ((rc = run_auto(e, &u, &d, name, c)))
+            return rc;
+    } else {
+        if ((rc = ps_layout_split(t.layout, u.model_stages, m.layers, m.mtp_layers,
+                                  t.first_stage_layers, t.last_stage_layers, e->sl, e->err,
+                                  sizeof e->err)))
+            return rc;
+        stage_costs(e, &u, &d, m.experts > 0);
+        if ((rc = build_problem(e, &u, &d, name, c)) || (rc = simulate(e, c)) ||
+            (rc = results(e, &u, &d, c)))
+            return rc;
+    }
     e->have = 1;
     e->err[0] = 0;
     return 0;
@@ -735,6 +835,27 @@ int ps_estimate_rank_memory(const ps_estimate *e, int rank, ps_rank_memory *out)
     if (rank < 0 || rank >= ps_schedule_pp(e->s))
         return PS_EINVAL;
     *out = e->rm[rank];
+    return 0;
+}
+
+int ps_estimate_stage_layers(const ps_estimate *e, const ps_stage_layers **out)
+{
+    if (!e || !out)
+        return PS_EINVAL;
+    *out = NULL;
+    if (!e->have)
+        return PS_ESTATE;
+    *out = e->sl;
+    return e->model_stages;
+}
+
+int ps__estimate_partition_stats(const ps_estimate *e, ps__partition_stats *out)
+{
+    if (!e || !out)
+        return PS_EINVAL;
+    if (!e->have)
+        return PS_ESTATE;
+    *out = e->part;
     return 0;
 }
 

@@ -463,3 +463,69 @@ int ps_layout_split(const char *layout, int32_t stages, int32_t layers, int32_t 
     number_layers(out, stages);
     return 0;
 }
+
+/* ---- the layout string of a split ----------------------------------------------------------- */
+
+/* Appends symbol c written n times ("c", "c*N", nothing for 0) at *len; 0 or PS_ERANGE. */
+static int append_symbol(char *buf, size_t cap, size_t *len, char c, int32_t n)
+{
+    char item[16];
+    int k = 0;
+    if (n == 1)
+        k = snprintf(item, sizeof item, "%c", c);
+    else if (n > 1)
+        k = snprintf(item, sizeof item, "%c*%d", c, (int)n);
+    if (k < 0 || *len + (size_t)k >= cap)
+        return PS_ERANGE;
+    memcpy(buf + *len, item, (size_t)k);
+    *len += (size_t)k;
+    return 0;
+}
+
+/* What a layout string can say: E exactly on stage 0, L exactly on the last stage, the MTP
+ * layers in one stage with no decoder layer after them, no negative count. */
+static int check_format(const ps_stage_layers *s, int32_t stages)
+{
+    int32_t mtp_stage = -1;
+    for (int32_t i = 0; i < stages; i++) {
+        if (s[i].layers < 0 || s[i].mtp < 0 || s[i].embedding != (i == 0) ||
+            s[i].loss != (i == stages - 1))
+            return PS_ECONFIG;
+        if (mtp_stage >= 0 && (s[i].layers > 0 || s[i].mtp > 0))
+            return PS_ECONFIG;
+        if (s[i].mtp > 0)
+            mtp_stage = i;
+    }
+    return 0;
+}
+
+int ps_layout_format(const ps_stage_layers *s, int32_t stages, char *buf, size_t cap)
+{
+    if (!s || !buf || cap == 0)
+        return PS_EINVAL;
+    buf[0] = 0;
+    if (stages < 1 || stages > PS_MAX_STAGES)
+        return PS_ERANGE;
+    int rc = check_format(s, stages);
+    if (rc)
+        return rc;
+    size_t len = 0;
+    for (int32_t i = 0; i < stages && rc == 0; i++) {
+        if (i > 0)
+            rc = append_symbol(buf, cap, &len, '|', 1);
+        if (rc == 0)
+            rc = append_symbol(buf, cap, &len, 'E', s[i].embedding);
+        if (rc == 0)
+            rc = append_symbol(buf, cap, &len, 't', s[i].layers);
+        if (rc == 0)
+            rc = append_symbol(buf, cap, &len, 'm', s[i].mtp);
+        if (rc == 0)
+            rc = append_symbol(buf, cap, &len, 'L', s[i].loss);
+    }
+    if (rc || len > INT32_MAX) {
+        buf[0] = 0;
+        return PS_ERANGE;
+    }
+    buf[len] = 0;
+    return (int)len;
+}
