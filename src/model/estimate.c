@@ -753,6 +753,10 @@ static int run_auto(ps_estimate *e, const ps__setup *u, const derived *d, const 
     e->sl[0].embedding = 1;
     e->sl[n - 1].loss = 1;
     e->sl[n - 1].mtp = u->m->mtp_layers;
+    /* The problem is built once, on a legal placeholder split (every layer on stage 0); each
+     * candidate then replaces only its stage tables. */
+    e->sl[0].layers = u->m->layers;
+    stage_costs(e, u, d, u->m->experts > 0);
     int rc;
     if ((rc = build_problem(e, u, d, name, c)))
         return rc;
