@@ -761,11 +761,12 @@ static int run_auto(ps_estimate *e, const ps__setup *u, const derived *d, const 
     if ((rc = build_problem(e, u, d, name, c)))
         return rc;
     auto_ctx a = {e, u, d, c};
+    int moe = u->m->experts > 0; /* d->moe is not a number for a dense model */
     ps__partition p = {n,
                        u->m->layers,
                        layer_work(&d->dense, tr),
-                       layer_work(&d->moe, tr),
-                       u->m->experts > 0 ? u->m->first_dense : u->m->layers,
+                       moe ? layer_work(&d->moe, tr) : 0.0,
+                       moe ? u->m->first_dense : u->m->layers,
                        2.0 * d->emb_tp,
                        d->out_f + d->out_i + d->out_w,
                        eval_split,

@@ -52,7 +52,8 @@ static int evaluate(search *s, const int32_t *counts, double *step)
 static double prefix_work(const ps__partition *p, int32_t c)
 {
     int32_t dense = c < p->first_moe ? c : p->first_moe;
-    return dense * p->dense_work + (c - dense) * p->moe_work;
+    double w = dense * p->dense_work;
+    return c > dense ? w + (c - dense) * p->moe_work : w;
 }
 
 /* The balanced split into out: boundary k (after stage k - 1) at the layer count whose
