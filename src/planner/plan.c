@@ -201,7 +201,8 @@ static int publish(ps_plan *pl)
             pl->stats.duration = o->end;
     }
     pl->nops = pl->nn;
-    qsort(pl->ops, pl->nops, sizeof *pl->ops, cmp_op);
+    if (pl->nops) /* a stage of no layers plans nothing, and qsort(NULL, 0) is undefined */
+        qsort(pl->ops, pl->nops, sizeof *pl->ops, cmp_op);
     pl->have = 1;
     return 0;
 }
