@@ -47,6 +47,17 @@ int ps__seterr(char *buf, int code, const char *fmt, ...)
     return code;
 }
 
+int ps__seterr_n(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
 void ps__adderr(char *buf, const char *fmt, ...)
 {
     size_t used = strlen(buf);

@@ -37,6 +37,13 @@ int ps__seterr(char *buf, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* vsnprintf into a caller's buffer of errlen bytes (err may be NULL: nothing is written);
+ * returns code. For the functions whose message goes to the caller, not to a handle. */
+int ps__seterr_n(char *err, size_t errlen, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
 /* Appends to buf (bounded); says "..." once the buffer is full. */
 void ps__adderr(char *buf, const char *fmt, ...)
 #if defined(__GNUC__)

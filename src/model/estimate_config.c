@@ -479,24 +479,18 @@ static void load_root(ps__json_diag *d, const cJSON *root, loaded *l, layout_out
             ps__json_error(d, "$", "missing \"%s\" (required)", blocks[i].name);
 }
 
-static int put_err(char *err, size_t errlen, int code, const char *msg)
-{
-    if (err && errlen)
-        snprintf(err, errlen, "%s", msg);
-    return code;
-}
-
 int ps_estimate_config_load(const char *json, size_t len, ps_transformer *model, ps_hardware *hw,
                             ps_train *train, char *layout_buf, size_t layout_cap, char *err,
                             size_t errlen)
 {
     if (!json || !model || !hw || !train)
-        return put_err(err, errlen, PS_EINVAL, "estimate configuration: NULL text or output");
+        return ps__seterr_n(err, errlen, PS_EINVAL, "%s",
+                            "estimate configuration: NULL text or output");
     char msg[PS__ERRLEN];
     cJSON *root = NULL;
     int rc = ps__json_parse(json, len, &root, msg);
     if (rc)
-        return put_err(err, errlen, rc, msg);
+        return ps__seterr_n(err, errlen, rc, "%s", msg);
     loaded l;
     memset(&l, 0, sizeof l);
     ps_train_init(&l.train);
@@ -507,7 +501,7 @@ int ps_estimate_config_load(const char *json, size_t len, ps_transformer *model,
     cJSON_Delete(root);
     if (d.errors) {
         ps__json_diag_render(&d, msg);
-        return put_err(err, errlen, PS_ECONFIG, msg);
+        return ps__seterr_n(err, errlen, PS_ECONFIG, "%s", msg);
     }
     *model = l.model;
     *hw = l.hw;

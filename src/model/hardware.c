@@ -308,13 +308,6 @@ static void append(char *buf, size_t cap, const char *s)
 }
 
 /* Copies msg into err (errlen bytes; either may be NULL/0). Returns code. */
-static int put_err(char *err, size_t errlen, int code, const char *msg)
-{
-    if (err && errlen)
-        snprintf(err, errlen, "%s", msg);
-    return code;
-}
-
 /* ---- presets and the check ----------------------------------------------------------------------
  */
 
@@ -360,7 +353,7 @@ const char *ps_hardware_builtin_name(size_t i)
 int ps_hardware_check(const ps_hardware *hw, char *err, size_t errlen)
 {
     if (!hw)
-        return put_err(err, errlen, PS_EINVAL, "hardware: NULL");
+        return ps__seterr_n(err, errlen, PS_EINVAL, "%s", "hardware: NULL");
     ps__json_diag d;
     ps__json_diag_init(&d);
     if (!memchr(hw->name, '\0', sizeof hw->name))
@@ -373,7 +366,7 @@ int ps_hardware_check(const ps_hardware *hw, char *err, size_t errlen)
         return 0;
     char msg[PS__ERRLEN];
     ps__json_diag_render(&d, msg);
-    return put_err(err, errlen, PS_ECONFIG, msg);
+    return ps__seterr_n(err, errlen, PS_ECONFIG, "%s", msg);
 }
 
 /* ---- the hardware file ---------------------------------------------------------------------- */
@@ -505,12 +498,12 @@ void ps__hardware_load(ps__json_diag *d, const cJSON *obj, const char *parent, p
 int ps_hardware_from_json(const char *json, size_t len, ps_hardware *out, char *err, size_t errlen)
 {
     if (!json || !out)
-        return put_err(err, errlen, PS_EINVAL, "hardware file: NULL text or output");
+        return ps__seterr_n(err, errlen, PS_EINVAL, "%s", "hardware file: NULL text or output");
     char msg[PS__ERRLEN];
     cJSON *root = NULL;
     int rc = ps__json_parse(json, len, &root, msg);
     if (rc)
-        return put_err(err, errlen, rc, msg);
+        return ps__seterr_n(err, errlen, rc, "%s", msg);
     ps__json_diag d;
     ps__json_diag_init(&d);
     ps_hardware hw;
@@ -521,7 +514,7 @@ int ps_hardware_from_json(const char *json, size_t len, ps_hardware *out, char *
     cJSON_Delete(root);
     if (d.errors) {
         ps__json_diag_render(&d, msg);
-        return put_err(err, errlen, PS_ECONFIG, msg);
+        return ps__seterr_n(err, errlen, PS_ECONFIG, "%s", msg);
     }
     *out = hw;
     return 0;

@@ -105,17 +105,17 @@ typedef struct hf_read {
 static int parse(const char *json, size_t len, cJSON **root, char *err, size_t errlen)
 {
     if (len > HF_MAX_BYTES)
-        return ps__transformer_err(err, errlen, PS_ERANGE, "config.json of %zu bytes (at most %zu)",
-                                   len, HF_MAX_BYTES);
+        return ps__seterr_n(err, errlen, PS_ERANGE, "config.json of %zu bytes (at most %zu)", len,
+                            HF_MAX_BYTES);
     char msg[PS__ERRLEN];
     int rc = ps__json_parse(json, len, root, msg);
     if (rc)
-        return ps__transformer_err(err, errlen, rc, "%s", msg);
+        return ps__seterr_n(err, errlen, rc, "%s", msg);
     if (!cJSON_IsObject(*root)) {
         char got[PS__JSON_ITEM_LEN];
         ps__json_describe(got, sizeof got, *root);
-        return ps__transformer_err(err, errlen, PS_ECONFIG,
-                                   "config.json: expected a JSON object, got %s", got);
+        return ps__seterr_n(err, errlen, PS_ECONFIG, "config.json: expected a JSON object, got %s",
+                            got);
     }
     return 0;
 }
@@ -379,8 +379,8 @@ int ps_transformer_from_hf(const char *json, size_t len, ps_transformer *out, ch
     if (err && errlen)
         err[0] = '\0';
     if (!json || !out)
-        return ps__transformer_err(err, errlen, PS_EINVAL, "config.json: NULL %s",
-                                   json ? "output" : "text");
+        return ps__seterr_n(err, errlen, PS_EINVAL, "config.json: NULL %s",
+                            json ? "output" : "text");
     cJSON *root = NULL;
     int rc = parse(json, len, &root, err, errlen);
     if (rc)
@@ -393,7 +393,7 @@ int ps_transformer_from_hf(const char *json, size_t len, ps_transformer *out, ch
     if (rc) {
         char msg[PS__ERRLEN] = "";
         ps__json_diag_render(&r.diag, msg);
-        ps__transformer_err(err, errlen, rc, "%s", msg);
+        ps__seterr_n(err, errlen, rc, "%s", msg);
         goto out;
     }
     rc = ps_transformer_check(&t, err, errlen);

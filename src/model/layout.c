@@ -22,9 +22,10 @@
  * last layers, but builds them on the first and last virtual stage).
  * SPDX-License-Identifier: MIT
  */
+#include "internal.h"
+
 #include <pipesched/model.h>
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,23 +36,6 @@
 #define LAYOUT_MAX_DIGITS 7
 /* Groups nest at most this deep. */
 #define LAYOUT_MAX_DEPTH 16
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 static int is_symbol(char c)
 {
@@ -78,20 +62,23 @@ static int read_count(const char *s, size_t star, int64_t *count, size_t *next, 
     int digits = 0;
     while (s[i] >= '0' && s[i] <= '9') {
         if (++digits > LAYOUT_MAX_DIGITS)
-            return fail(err, errlen, PS_ECONFIG,
-                        "layout: the count at column %zu has more than %d digits", star + 1,
-                        LAYOUT_MAX_DIGITS);
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "layout: the count at column %zu has more than %d digits", star + 1,
+                                LAYOUT_MAX_DIGITS);
         v = v * 10 + (s[i] - '0');
         i = skip_commas(s, i + 1);
     }
     if (digits == 0)
-        return fail(err, errlen, PS_ECONFIG, "layout: '*' at column %zu needs a count", star + 1);
+        return ps__seterr_n(err, errlen, PS_ECONFIG, "layout: '*' at column %zu needs a count",
+                            star + 1);
     if (v == 0)
-        return fail(err, errlen, PS_ECONFIG,
-                    "layout: the count 0 at column %zu; a repetition is at least 1", star + 1);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "layout: the count 0 at column %zu; a repetition is at least 1",
+                            star + 1);
     if (v > LAYOUT_MAX_UNROLLED)
-        return fail(err, errlen, PS_ECONFIG, "layout: the count %lld at column %zu exceeds %d",
-                    (long long)v, star + 1, LAYOUT_MAX_UNROLLED);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "layout: the count %lld at column %zu exceeds %d", (long long)v,
+                            star + 1, LAYOUT_MAX_UNROLLED);
     *count = v;
     *next = i;
     return 0;
@@ -115,9 +102,9 @@ static int scan_add(scan_frame *f, int64_t unrolled, int64_t separators, size_t 
     f->separators += separators;
     f->has_items = 1;
     if (f->unrolled > LAYOUT_MAX_UNROLLED)
-        return fail(err, errlen, PS_ECONFIG,
-                    "layout: unrolled past %d symbols at column %zu (too many repetitions)",
-                    LAYOUT_MAX_UNROLLED, col);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "layout: unrolled past %d symbols at column %zu (too many repetitions)",
+                            LAYOUT_MAX_UNROLLED, col);
     return 0;
 }
 
@@ -140,19 +127,21 @@ static int scan_layout(const char *s, int64_t *stages_found, char *err, size_t e
             /* The walk reads a comma once per visit of its group: it counts, and keeps every
              * frame within the cap (so the products below cannot overflow). */
             if (++frames[depth].unrolled > LAYOUT_MAX_UNROLLED)
-                return fail(err, errlen, PS_ECONFIG,
-                            "layout: unrolled past %d symbols at column %zu (too many repetitions)",
-                            LAYOUT_MAX_UNROLLED, i + 1);
+                return ps__seterr_n(
+                    err, errlen, PS_ECONFIG,
+                    "layout: unrolled past %d symbols at column %zu (too many repetitions)",
+                    LAYOUT_MAX_UNROLLED, i + 1);
             i++;
         } else if (is_symbol(c) || c == '|' || c == ')') {
             int64_t unrolled = 1, separators = c == '|';
             if (c == ')') {
                 if (depth == 0)
-                    return fail(err, errlen, PS_ECONFIG,
-                                "layout: ')' at column %zu has no matching '('", i + 1);
+                    return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                        "layout: ')' at column %zu has no matching '('", i + 1);
                 if (!frames[depth].has_items)
-                    return fail(err, errlen, PS_ECONFIG, "layout: the group at column %zu is empty",
-                                frames[depth].open + 1);
+                    return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                        "layout: the group at column %zu is empty",
+                                        frames[depth].open + 1);
                 unrolled = frames[depth].unrolled;
                 separators = frames[depth].separators;
                 depth--;
@@ -166,8 +155,9 @@ static int scan_layout(const char *s, int64_t *stages_found, char *err, size_t e
                 unrolled *= count; /* both <= LAYOUT_MAX_UNROLLED: at most 10^12 */
                 separators *= count;
             } else if (c == ')') {
-                return fail(err, errlen, PS_ECONFIG,
-                            "layout: the group closed at column %zu needs a count: (...)*N", i + 1);
+                return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                    "layout: the group closed at column %zu needs a count: (...)*N",
+                                    i + 1);
             }
             /* The commas around the count are read once per visit of the item. */
             for (size_t k = i + 1; k < next; k++)
@@ -176,32 +166,35 @@ static int scan_layout(const char *s, int64_t *stages_found, char *err, size_t e
             i = next;
         } else if (c == '(') {
             if (depth == LAYOUT_MAX_DEPTH)
-                return fail(err, errlen, PS_ECONFIG,
-                            "layout: groups nest deeper than %d at column %zu", LAYOUT_MAX_DEPTH,
-                            i + 1);
+                return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                    "layout: groups nest deeper than %d at column %zu",
+                                    LAYOUT_MAX_DEPTH, i + 1);
             depth++;
             frames[depth] = (scan_frame){0, 0, i, 0};
             i++;
         } else if (c == '*') {
-            return fail(err, errlen, PS_ECONFIG,
-                        "layout: '*' at column %zu repeats nothing (it follows a symbol, '|' "
-                        "or ')')",
-                        i + 1);
+            return ps__seterr_n(
+                err, errlen, PS_ECONFIG,
+                "layout: '*' at column %zu repeats nothing (it follows a symbol, '|' "
+                "or ')')",
+                i + 1);
         } else if (c >= ' ' && c < 127) {
-            return fail(err, errlen, PS_ECONFIG,
-                        "layout: unknown character '%c' at column %zu (E, t, m, L, |, (, ), *, "
-                        "comma)",
-                        c, i + 1);
+            return ps__seterr_n(
+                err, errlen, PS_ECONFIG,
+                "layout: unknown character '%c' at column %zu (E, t, m, L, |, (, ), *, "
+                "comma)",
+                c, i + 1);
         } else {
-            return fail(err, errlen, PS_ECONFIG, "layout: unknown byte 0x%02x at column %zu",
-                        (unsigned)(unsigned char)c, i + 1);
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "layout: unknown byte 0x%02x at column %zu",
+                                (unsigned)(unsigned char)c, i + 1);
         }
         if (rc)
             return rc;
     }
     if (depth > 0)
-        return fail(err, errlen, PS_ECONFIG, "layout: '(' at column %zu is never closed",
-                    frames[depth].open + 1);
+        return ps__seterr_n(err, errlen, PS_ECONFIG, "layout: '(' at column %zu is never closed",
+                            frames[depth].open + 1);
     *stages_found = frames[0].separators + 1;
     return 0;
 }
@@ -231,46 +224,49 @@ static int walk_emit(walk_state *w, char c, int64_t count, size_t col, char *err
     }
     ps_stage_layers *st = &w->out[w->stage];
     if (c == 'L' && w->loss_stage >= 0)
-        return fail(err, errlen, PS_ECONFIG,
-                    "layout: a second L at column %zu (the loss appears once)", col);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "layout: a second L at column %zu (the loss appears once)", col);
     if (w->loss_stage >= 0)
-        return fail(err, errlen, PS_ECONFIG,
-                    "layout: '%c' at column %zu comes after L (the loss is the last layer)", c,
-                    col);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "layout: '%c' at column %zu comes after L (the loss is the last layer)",
+                            c, col);
     switch (c) {
     case 'E':
         if (w->seen_embedding || count > 1)
-            return fail(err, errlen, PS_ECONFIG,
-                        "layout: a second E at column %zu (the embedding appears once)", col);
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "layout: a second E at column %zu (the embedding appears once)",
+                                col);
         if (w->symbols > 0 || w->stage != 0)
-            return fail(err, errlen, PS_ECONFIG,
-                        "layout: E at column %zu must be the first layer of stage 0", col);
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "layout: E at column %zu must be the first layer of stage 0", col);
         w->seen_embedding = 1;
         st->embedding = 1;
         break;
     case 't':
         if (w->mtp_stage >= 0)
-            return fail(err, errlen, PS_ECONFIG,
-                        "layout: 't' at column %zu comes after an MTP layer (decoder layers "
-                        "come first)",
-                        col);
+            return ps__seterr_n(
+                err, errlen, PS_ECONFIG,
+                "layout: 't' at column %zu comes after an MTP layer (decoder layers "
+                "come first)",
+                col);
         w->decoders += count;
         st->layers += (int32_t)count; /* count <= LAYOUT_MAX_UNROLLED */
         break;
     case 'm':
         if (w->mtp_stage >= 0 && w->mtp_stage != w->stage)
-            return fail(err, errlen, PS_ECONFIG,
-                        "layout: 'm' at column %zu is in stage %d, but the MTP layers are in "
-                        "stage %d (all in one stage)",
-                        col, (int)w->stage, (int)w->mtp_stage);
+            return ps__seterr_n(
+                err, errlen, PS_ECONFIG,
+                "layout: 'm' at column %zu is in stage %d, but the MTP layers are in "
+                "stage %d (all in one stage)",
+                col, (int)w->stage, (int)w->mtp_stage);
         w->mtp_stage = w->stage;
         w->mtps += count;
         st->mtp += (int32_t)count;
         break;
     default: /* 'L' */
         if (count > 1)
-            return fail(err, errlen, PS_ECONFIG,
-                        "layout: a second L at column %zu (the loss appears once)", col);
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "layout: a second L at column %zu (the loss appears once)", col);
         w->loss_stage = w->stage;
         st->loss = 1;
         break;
@@ -334,20 +330,21 @@ static int walk_layout(const char *s, walk_state *w, char *err, size_t errlen)
 static int check_totals(const walk_state *w, int32_t layers, int32_t mtp, char *err, size_t errlen)
 {
     if (!w->seen_embedding)
-        return fail(err, errlen, PS_ECONFIG, "layout: no E (the embedding) in the layout");
+        return ps__seterr_n(err, errlen, PS_ECONFIG, "layout: no E (the embedding) in the layout");
     if (w->loss_stage < 0)
-        return fail(err, errlen, PS_ECONFIG, "layout: no L (the loss) in the layout");
+        return ps__seterr_n(err, errlen, PS_ECONFIG, "layout: no L (the loss) in the layout");
     if (w->loss_stage != w->stages - 1)
-        return fail(err, errlen, PS_ECONFIG,
-                    "layout: L is in stage %d; the loss is on the last stage (%d)",
-                    (int)w->loss_stage, (int)(w->stages - 1));
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "layout: L is in stage %d; the loss is on the last stage (%d)",
+                            (int)w->loss_stage, (int)(w->stages - 1));
     if (w->decoders != layers)
-        return fail(err, errlen, PS_ECONFIG,
-                    "layout: %lld decoder layers (t), but the model has %d", (long long)w->decoders,
-                    (int)layers);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "layout: %lld decoder layers (t), but the model has %d",
+                            (long long)w->decoders, (int)layers);
     if (w->mtps != mtp)
-        return fail(err, errlen, PS_ECONFIG, "layout: %lld MTP layers (m), but the model has %d",
-                    (long long)w->mtps, (int)mtp);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "layout: %lld MTP layers (m), but the model has %d", (long long)w->mtps,
+                            (int)mtp);
     return 0;
 }
 
@@ -359,8 +356,8 @@ static int split_layout(const char *layout, int32_t stages, int32_t layers, int3
     if (rc)
         return rc;
     if (found != stages)
-        return fail(err, errlen, PS_ECONFIG, "layout: %lld stages, but the split has %d",
-                    (long long)found, (int)stages);
+        return ps__seterr_n(err, errlen, PS_ECONFIG, "layout: %lld stages, but the split has %d",
+                            (long long)found, (int)stages);
     walk_state w = {out, stages, 0, 0, 0, 0, -1, -1, 0};
     rc = walk_layout(layout, &w, err, errlen);
     if (rc)
@@ -381,27 +378,29 @@ static int split_even(int32_t stages, int32_t layers, int32_t mtp, int32_t first
 {
     if (stages == 1) {
         if ((first > 0 && first != layers) || (last > 0 && last != layers))
-            return fail(err, errlen, PS_ECONFIG,
-                        "one stage holds all %d layers; first (%d) and last (%d) must be 0 or %d",
-                        (int)layers, (int)first, (int)last, (int)layers);
+            return ps__seterr_n(
+                err, errlen, PS_ECONFIG,
+                "one stage holds all %d layers; first (%d) and last (%d) must be 0 or %d",
+                (int)layers, (int)first, (int)last, (int)layers);
         out[0].layers = layers;
     } else {
         int64_t left = (int64_t)layers - first - last;
         int32_t others = stages - (first > 0) - (last > 0);
         if (left < 0)
-            return fail(err, errlen, PS_ECONFIG,
-                        "first (%d) and last (%d) stage layers exceed the %d layers", (int)first,
-                        (int)last, (int)layers);
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "first (%d) and last (%d) stage layers exceed the %d layers",
+                                (int)first, (int)last, (int)layers);
         if (others == 0 && left != 0)
-            return fail(err, errlen, PS_ECONFIG,
-                        "first (%d) and last (%d) stage layers leave %lld of the %d layers "
-                        "without a stage",
-                        (int)first, (int)last, (long long)left, (int)layers);
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "first (%d) and last (%d) stage layers leave %lld of the %d layers "
+                                "without a stage",
+                                (int)first, (int)last, (long long)left, (int)layers);
         if (others > 0 && left % others != 0)
-            return fail(err, errlen, PS_ECONFIG,
-                        "%lld layers do not divide evenly over %d stages (set first/last stage "
-                        "layers or a layout)",
-                        (long long)left, (int)others);
+            return ps__seterr_n(
+                err, errlen, PS_ECONFIG,
+                "%lld layers do not divide evenly over %d stages (set first/last stage "
+                "layers or a layout)",
+                (long long)left, (int)others);
         for (int32_t i = 0; i < stages; i++)
             out[i].layers = others > 0 ? (int32_t)(left / others) : 0;
         if (first > 0)
@@ -422,18 +421,19 @@ static int check_args(const char *layout, int32_t stages, int32_t layers, int32_
                       size_t errlen)
 {
     if (!out)
-        return fail(err, errlen, PS_EINVAL, "layout: out is NULL");
+        return ps__seterr_n(err, errlen, PS_EINVAL, "layout: out is NULL");
     if (stages < 1 || stages > PS_MAX_STAGES)
-        return fail(err, errlen, PS_ERANGE, "stages must be in [1, %d]; got %d", PS_MAX_STAGES,
-                    (int)stages);
+        return ps__seterr_n(err, errlen, PS_ERANGE, "stages must be in [1, %d]; got %d",
+                            PS_MAX_STAGES, (int)stages);
     if (layers < 0 || mtp < 0 || first < 0 || last < 0)
-        return fail(err, errlen, PS_ECONFIG,
-                    "layer counts must be >= 0; got layers %d, mtp %d, first %d, last %d",
-                    (int)layers, (int)mtp, (int)first, (int)last);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "layer counts must be >= 0; got layers %d, mtp %d, first %d, last %d",
+                            (int)layers, (int)mtp, (int)first, (int)last);
     if (layout && (first > 0 || last > 0))
-        return fail(err, errlen, PS_ECONFIG,
-                    "a layout fixes every stage: first (%d) and last (%d) stage layers must be 0",
-                    (int)first, (int)last);
+        return ps__seterr_n(
+            err, errlen, PS_ECONFIG,
+            "a layout fixes every stage: first (%d) and last (%d) stage layers must be 0",
+            (int)first, (int)last);
     return 0;
 }
 

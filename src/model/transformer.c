@@ -10,7 +10,6 @@
 #include "model/transformer.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -225,19 +224,6 @@ const char *ps_transformer_builtin_name(size_t i)
     return i < N_BUILTINS ? builtins[i].model.name : NULL;
 }
 
-/* ---- errors -------------------------------------------------------------------------------- */
-
-int ps__transformer_err(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 /* ---- the fields' ranges -------------------------------------------------------------------- */
 
 #define FIELD(f, lo, hi)                                                                           \
@@ -300,8 +286,8 @@ static int32_t field_value(const ps_transformer *t, const ps__transformer_field 
 static int check_name(const ps_transformer *t, char *err, size_t errlen)
 {
     if (!memchr(t->name, '\0', sizeof t->name))
-        return ps__transformer_err(err, errlen, PS_ECONFIG,
-                                   "name: not NUL-terminated within %zu bytes", sizeof t->name);
+        return ps__seterr_n(err, errlen, PS_ECONFIG, "name: not NUL-terminated within %zu bytes",
+                            sizeof t->name);
     return 0;
 }
 
@@ -310,9 +296,9 @@ static int check_ranges(const ps_transformer *t, char *err, size_t errlen)
     for (size_t i = 0; i < N_FIELDS; i++) {
         int32_t v = field_value(t, &fields[i]);
         if (v < fields[i].min || v > fields[i].max)
-            return ps__transformer_err(err, errlen, PS_ECONFIG,
-                                       "%s: %" PRId32 " is out of range [%" PRId32 ", %" PRId32 "]",
-                                       fields[i].name, v, fields[i].min, fields[i].max);
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "%s: %" PRId32 " is out of range [%" PRId32 ", %" PRId32 "]",
+                                fields[i].name, v, fields[i].min, fields[i].max);
     }
     return 0;
 }
@@ -320,13 +306,13 @@ static int check_ranges(const ps_transformer *t, char *err, size_t errlen)
 static int check_attention(const ps_transformer *t, char *err, size_t errlen)
 {
     if (t->kv_heads > t->heads || t->heads % t->kv_heads)
-        return ps__transformer_err(err, errlen, PS_ECONFIG,
-                                   "kv_heads: %" PRId32 " does not divide heads (%" PRId32 ")",
-                                   t->kv_heads, t->heads);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "kv_heads: %" PRId32 " does not divide heads (%" PRId32 ")",
+                            t->kv_heads, t->heads);
     if (t->kv_lora_rank > 0) {
         /* MLA: the head dimensions come from its own fields, head_dim is unused. */
         if (t->qk_nope_head_dim == 0 || t->qk_rope_head_dim == 0 || t->v_head_dim == 0)
-            return ps__transformer_err(
+            return ps__seterr_n(
                 err, errlen, PS_ECONFIG,
                 "kv_lora_rank: %" PRId32 " (MLA) needs qk_nope_head_dim, qk_rope_head_dim and "
                 "v_head_dim, got %" PRId32 ", %" PRId32 ", %" PRId32,
@@ -334,14 +320,14 @@ static int check_attention(const ps_transformer *t, char *err, size_t errlen)
         return 0;
     }
     if (t->q_lora_rank > 0)
-        return ps__transformer_err(err, errlen, PS_ECONFIG,
-                                   "q_lora_rank: %" PRId32 " without kv_lora_rank (MLA needs both)",
-                                   t->q_lora_rank);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "q_lora_rank: %" PRId32 " without kv_lora_rank (MLA needs both)",
+                            t->q_lora_rank);
     if (t->head_dim == 0 && t->hidden % t->heads)
-        return ps__transformer_err(err, errlen, PS_ECONFIG,
-                                   "head_dim: 0 (hidden / heads) needs heads (%" PRId32
-                                   ") to divide hidden (%" PRId32 ")",
-                                   t->heads, t->hidden);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "head_dim: 0 (hidden / heads) needs heads (%" PRId32
+                            ") to divide hidden (%" PRId32 ")",
+                            t->heads, t->hidden);
     return 0;
 }
 
@@ -349,44 +335,43 @@ static int check_moe(const ps_transformer *t, char *err, size_t errlen)
 {
     if (t->experts == 0) {
         if (t->top_k || t->shared_experts || t->first_dense || t->moe_ffn || t->shared_ffn)
-            return ps__transformer_err(
+            return ps__seterr_n(
                 err, errlen, PS_ECONFIG,
                 "experts: 0 (dense) with MoE fields set (top_k %" PRId32 ", shared_experts %" PRId32
                 ", first_dense %" PRId32 ", moe_ffn %" PRId32 ", shared_ffn %" PRId32 ")",
                 t->top_k, t->shared_experts, t->first_dense, t->moe_ffn, t->shared_ffn);
         if (t->ffn == 0)
-            return ps__transformer_err(err, errlen, PS_ECONFIG,
-                                       "ffn: 0 in a dense model (its MLP size)");
+            return ps__seterr_n(err, errlen, PS_ECONFIG, "ffn: 0 in a dense model (its MLP size)");
         return 0;
     }
     if (t->top_k < 1 || t->top_k > t->experts)
-        return ps__transformer_err(err, errlen, PS_ECONFIG,
-                                   "top_k: %" PRId32 " is out of range [1, experts = %" PRId32 "]",
-                                   t->top_k, t->experts);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "top_k: %" PRId32 " is out of range [1, experts = %" PRId32 "]",
+                            t->top_k, t->experts);
     if (t->first_dense > t->layers)
-        return ps__transformer_err(err, errlen, PS_ECONFIG,
-                                   "first_dense: %" PRId32 " exceeds layers (%" PRId32 ")",
-                                   t->first_dense, t->layers);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "first_dense: %" PRId32 " exceeds layers (%" PRId32 ")", t->first_dense,
+                            t->layers);
     if (t->ffn == 0 && (t->first_dense > 0 || t->moe_ffn == 0))
-        return ps__transformer_err(err, errlen, PS_ECONFIG, "ffn: 0 while %s",
-                                   t->first_dense > 0 ? "the first_dense layers need it"
-                                                      : "moe_ffn (0) falls back on it");
+        return ps__seterr_n(err, errlen, PS_ECONFIG, "ffn: 0 while %s",
+                            t->first_dense > 0 ? "the first_dense layers need it"
+                                               : "moe_ffn (0) falls back on it");
     return 0;
 }
 
 static int check_mtp(const ps_transformer *t, char *err, size_t errlen)
 {
     if (t->mtp_layers > t->layers)
-        return ps__transformer_err(err, errlen, PS_ECONFIG,
-                                   "mtp_layers: %" PRId32 " exceeds layers (%" PRId32 ")",
-                                   t->mtp_layers, t->layers);
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "mtp_layers: %" PRId32 " exceeds layers (%" PRId32 ")", t->mtp_layers,
+                            t->layers);
     return 0;
 }
 
 int ps_transformer_check(const ps_transformer *t, char *err, size_t errlen)
 {
     if (!t)
-        return ps__transformer_err(err, errlen, PS_EINVAL, "model: NULL");
+        return ps__seterr_n(err, errlen, PS_EINVAL, "model: NULL");
     int rc = check_name(t, err, errlen);
     if (!rc)
         rc = check_ranges(t, err, errlen);

@@ -18,12 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__GNUC__)
-#define PS__MODEL_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define PS__MODEL_PRINTF(f, a)
-#endif
-
 /* One int32_t field of ps_transformer and its accepted range. */
 typedef struct ps__transformer_field {
     const char *name; /* the field's name in model.h */
@@ -33,9 +27,5 @@ typedef struct ps__transformer_field {
 
 /* The field stored at offset (an offsetof(ps_transformer, ...)), or NULL. */
 const ps__transformer_field *ps__transformer_field_at(size_t offset);
-
-/* snprintf into err (errlen bytes; err may be NULL or errlen 0); returns code. */
-int ps__transformer_err(char *err, size_t errlen, int code, const char *fmt, ...)
-    PS__MODEL_PRINTF(4, 5);
 
 #endif /* PS_MODEL_TRANSFORMER_H */
