@@ -11,6 +11,8 @@
 #include <cJSON.h>
 #include <check.h>
 
+#include "docblock.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2453,104 +2455,13 @@ END_TEST
  *     PS_CONFIG_DOC_UPDATE=1 CK_RUN_CASE=docs ../build/tests/test-config
  */
 
-/* A growing NUL-terminated string, the sink of ps__config_doc_markdown(). */
-typedef struct text {
-    char *s;
-    size_t len, cap;
-} text;
-
-static void text_addn(text *t, const char *s, size_t n)
-{
-    if (t->len + n + 1 > t->cap) {
-        t->cap = 2 * (t->len + n + 1);
-        t->s = realloc(t->s, t->cap);
-        ck_assert_ptr_nonnull(t->s);
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-}
-
-static void text_add(void *ud, const char *s)
-{
-    text_addn(ud, s, strlen(s));
-}
-
 static const char config_md[] = "../docs/config.md";
-
-/* Whether name is one of the key tables. */
-static bool doc_table_known(const char *name, size_t n)
-{
-    const char *t;
-    for (size_t i = 0; (t = ps__config_doc_table(i)) != NULL; i++)
-        if (strlen(t) == n && strncmp(t, name, n) == 0)
-            return true;
-    return false;
-}
 
 START_TEST(config_doc_tables)
 {
-    size_t len;
-    char *raw = read_text(config_md, &len);
-    text doc = {NULL, 0, 0};
-    raw = realloc(raw, len + 1);
-    ck_assert_ptr_nonnull(raw);
-    raw[len] = '\0';
-    text_add(&doc, raw);
-    free(raw);
-    bool update = getenv("PS_CONFIG_DOC_UPDATE") != NULL;
-    int stale = 0;
-    const char *name;
-    for (size_t i = 0; (name = ps__config_doc_table(i)) != NULL; i++) {
-        text want = {NULL, 0, 0};
-        ck_assert_int_eq(ps__config_doc_markdown(name, text_add, &want), 0);
-        char begin[96], end[96];
-        snprintf(begin, sizeof begin, "<!-- keys:%s:begin -->\n", name);
-        snprintf(end, sizeof end, "<!-- keys:%s:end -->", name);
-        char *b = strstr(doc.s, begin);
-        ck_assert_msg(b != NULL, "%s has no marker <!-- keys:%s:begin --> for the table of %s",
-                      config_md, name, name);
-        ck_assert_msg(strstr(b + 1, begin) == NULL, "%s: the table %s is there twice", config_md,
-                      name);
-        char *from = b + strlen(begin), *to = strstr(from, end);
-        ck_assert_msg(to != NULL, "%s: no %s after the begin marker", config_md, end);
-        if ((size_t)(to - from) == want.len && memcmp(from, want.s, want.len) == 0) {
-            free(want.s);
-            continue;
-        }
-        stale++;
-        if (update) {
-            text next = {NULL, 0, 0};
-            text_addn(&next, doc.s, (size_t)(from - doc.s));
-            text_add(&next, want.s);
-            text_add(&next, to);
-            free(doc.s);
-            doc = next;
-        } else {
-            fprintf(stderr, "%s: the table \"%s\" differs from the declarations; expected:\n%s%s\n",
-                    config_md, name, begin, want.s);
-        }
-        free(want.s);
-    }
-    /* No marker names a table that does not exist (a renamed or removed object). */
-    for (const char *p = doc.s; (p = strstr(p, "\n<!-- keys:")) != NULL; p++) {
-        const char *n0 = p + strlen("\n<!-- keys:"), *n1 = strchr(n0, ':');
-        ck_assert_ptr_nonnull(n1);
-        ck_assert_msg(doc_table_known(n0, (size_t)(n1 - n0)), "%s: unknown key table %.*s",
-                      config_md, (int)(n1 - n0), n0);
-    }
-    if (update && stale) {
-        FILE *f = fopen(config_md, "wb");
-        ck_assert_ptr_nonnull(f);
-        ck_assert_uint_eq(fwrite(doc.s, 1, doc.len, f), doc.len);
-        ck_assert_int_eq(fclose(f), 0);
-        fprintf(stderr, "%s: rewrote %d key tables\n", config_md, stale);
-    }
-    free(doc.s);
-    ck_assert_msg(update || stale == 0,
-                  "%d key tables of %s are out of date (expected text on stderr); see the "
-                  "comment above config_doc_tables to rewrite them",
-                  stale, config_md);
+    docblock_check(config_md, "keys", ps__config_doc_table, ps__config_doc_markdown,
+                   "PS_CONFIG_DOC_UPDATE",
+                   "PS_CONFIG_DOC_UPDATE=1 CK_RUN_CASE=docs ../build/tests/test-config");
 }
 END_TEST
 
@@ -2632,7 +2543,7 @@ START_TEST(config_keys_declared)
         ck_assert_str_eq(ps__cfg_key_name(&dense, k), op_keys[k]);
     }
     /* The tables exist, and only they. */
-    ck_assert_int_eq(ps__config_doc_markdown("no-such-table", text_add, NULL), PS_ENOTFOUND);
+    ck_assert_int_eq(ps__config_doc_markdown("no-such-table", docblock_add, NULL), PS_ENOTFOUND);
 }
 END_TEST
 

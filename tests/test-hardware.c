@@ -12,6 +12,8 @@
 
 #include <check.h>
 
+#include "docblock.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -475,91 +477,21 @@ END_TEST
  *     PS_HARDWARE_DOC_UPDATE=1 CK_RUN_CASE=docs ../build/tests/test-hardware
  */
 
-typedef struct text {
-    char *s;
-    size_t len, cap;
-} text;
-
-static void text_addn(text *t, const char *s, size_t n)
-{
-    if (t->len + n + 1 > t->cap) {
-        t->cap = 2 * (t->len + n + 1);
-        t->s = realloc(t->s, t->cap);
-        ck_assert_ptr_nonnull(t->s);
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-}
-
-static void text_add(void *ud, const char *s)
-{
-    text_addn(ud, s, strlen(s));
-}
-
 static const char hardware_md[] = "../docs/hardware.md";
 
 START_TEST(hardware_doc_tables)
 {
-    size_t len;
-    char *raw = read_text(hardware_md, &len);
-    text doc = {NULL, 0, 0};
-    text_addn(&doc, raw, len);
-    free(raw);
-    bool update = getenv("PS_HARDWARE_DOC_UPDATE") != NULL;
-    int stale = 0;
-    const char *name;
-    for (size_t i = 0; (name = ps__hardware_doc_table(i)) != NULL; i++) {
-        text want = {NULL, 0, 0};
-        ck_assert_int_eq(ps__hardware_doc_markdown(name, text_add, &want), 0);
-        char begin[96], end[96];
-        snprintf(begin, sizeof begin, "<!-- hw:%s:begin -->\n", name);
-        snprintf(end, sizeof end, "<!-- hw:%s:end -->", name);
-        char *b = strstr(doc.s, begin);
-        ck_assert_msg(b != NULL, "%s has no marker %s", hardware_md, begin);
-        ck_assert_msg(strstr(b + 1, begin) == NULL, "%s: the table %s is there twice", hardware_md,
-                      name);
-        char *from = b + strlen(begin), *to = strstr(from, end);
-        ck_assert_msg(to != NULL, "%s: no %s after the begin marker", hardware_md, end);
-        if ((size_t)(to - from) == want.len && memcmp(from, want.s, want.len) == 0) {
-            free(want.s);
-            continue;
-        }
-        stale++;
-        if (update) {
-            text next = {NULL, 0, 0};
-            text_addn(&next, doc.s, (size_t)(from - doc.s));
-            text_add(&next, want.s);
-            text_add(&next, to);
-            free(doc.s);
-            doc = next;
-        } else {
-            fprintf(stderr, "%s: the table \"%s\" differs from the declarations; expected:\n%s%s\n",
-                    hardware_md, name, begin, want.s);
-        }
-        free(want.s);
-    }
-    if (update && stale) {
-        FILE *f = fopen(hardware_md, "wb");
-        ck_assert_ptr_nonnull(f);
-        ck_assert_uint_eq(fwrite(doc.s, 1, doc.len, f), doc.len);
-        ck_assert_int_eq(fclose(f), 0);
-        fprintf(stderr, "%s: rewrote %d tables\n", hardware_md, stale);
-    }
-    free(doc.s);
-    ck_assert_msg(update || stale == 0,
-                  "%d tables of %s are out of date (expected text on stderr); see the comment "
-                  "above hardware_doc_tables to rewrite them",
-                  stale, hardware_md);
-    ck_assert_int_eq(ps__hardware_doc_markdown("nope", text_add, NULL), PS_ENOTFOUND);
+    docblock_check(hardware_md, "hw", ps__hardware_doc_table, ps__hardware_doc_markdown,
+                   "PS_HARDWARE_DOC_UPDATE",
+                   "PS_HARDWARE_DOC_UPDATE=1 CK_RUN_CASE=docs ../build/tests/test-hardware");
 }
 END_TEST
 
 /* The keys table names every field a file accepts: each row's key loads (with base). */
 START_TEST(hardware_doc_keys_load)
 {
-    text t = {NULL, 0, 0};
-    ck_assert_int_eq(ps__hardware_doc_markdown("keys", text_add, &t), 0);
+    docblock_text t = {NULL, 0, 0};
+    ck_assert_int_eq(ps__hardware_doc_markdown("keys", docblock_add, &t), 0);
     size_t rows = 0;
     for (const char *p = t.s; (p = strstr(p, "\n| `")) != NULL; p++) {
         const char *k0 = p + 4, *k1 = strchr(k0, '`');
