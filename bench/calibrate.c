@@ -1,0 +1,883 @@
+/*
+ * Calibration of the performance model against published step times.
+ *
+ *   pipesched-calibrate CALIBRATION.csv [--no-fit]
+ *   pipesched-calibrate --speed
+ *
+ * The CSV is shared/reference/steptimes/calibration.csv (not in the repository). Each row is
+ * mapped to a model, a hardware preset and a parallel setup, and ps_estimate_run() predicts
+ * its step time. The program prints:
+ *   1. every row with the generic (uncalibrated) efficiency figures, and the rows it skips
+ *      with the reason;
+ *   2. the cross-validated accuracy of a fit per hardware: for each model of that hardware,
+ *      the efficiency figures are fitted on the other models' rows and the held-out model's
+ *      rows are predicted (leave one model out); MAPE, max error, Kendall tau within models;
+ *   3. the figures fitted on all the rows of each hardware (what src/model/hardware.c holds)
+ *      and every row predicted with them.
+ * The fit minimises the mean absolute percentage error over the rows of one hardware with a
+ * grid over (gemm_eff, attn_eff), then coordinate descent over gemm_eff, attn_eff,
+ * gemm_half_dim, bus_eff_intra and bus_eff_inter. Everything is deterministic.
+ *
+ * --speed times ps_estimate_run() on two reference setups (median of repeated runs into one
+ * reused handle).
+ * SPDX-License-Identifier: MIT
+ */
+#include <pipesched/model.h>
+#include <pipesched/pipesched.h>
+
+#include "bench_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- the CSV -------------------------------------------------------------------------------- */
+
+#define MAX_COLS 64
+
+/* One record of the file: fields point into a private copy of the text. */
+typedef struct record {
+    int n;
+    char *field[MAX_COLS];
+} record;
+
+/*
+ * Splits the next record of *p (RFC 4180: fields in double quotes may hold commas, newlines
+ * and "" for a quote), in place. Returns 0 at the end of the text, else 1.
+ */
+static int next_record(char **p, record *r)
+{
+    char *s = *p;
+    if (!*s)
+        return 0;
+    r->n = 0;
+    for (;;) {
+        char *out = s, *start = s;
+        if (*s == '"') {
+            s++;
+            for (;;) {
+                if (!*s)
+                    break;
+                if (*s == '"' && s[1] == '"') {
+                    *out++ = '"';
+                    s += 2;
+                } else if (*s == '"') {
+                    s++;
+                    break;
+                } else {
+                    *out++ = *s++;
+                }
+            }
+            while (*s && *s != ',' && *s != '\n' && *s != '\r')
+                s++; /* anything after the closing quote is ignored */
+        } else {
+            while (*s && *s != ',' && *s != '\n' && *s != '\r')
+                out++, s++;
+        }
+        char sep = *s;
+        *out = '\0';
+        if (r->n < MAX_COLS)
+            r->field[r->n++] = start;
+        if (sep == ',') {
+            s++;
+            continue;
+        }
+        if (sep == '\r')
+            s++;
+        if (*s == '\n')
+            s++;
+        break;
+    }
+    *p = s;
+    return 1;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf)
+        buf[n] = 0;
+    return buf;
+}
+
+/* ---- the rows ------------------------------------------------------------------------------- */
+
+/* The columns the mapping reads, by their header names. */
+enum {
+    C_SOURCE,
+    C_MODEL,
+    C_LAYERS,
+    C_HIDDEN,
+    C_FFN,
+    C_HEADS,
+    C_KV,
+    C_VOCAB,
+    C_SEQ,
+    C_EXPERTS,
+    C_TOPK,
+    C_MOE_FFN,
+    C_SHARED,
+    C_GPU,
+    C_GPUS,
+    C_TP,
+    C_PP,
+    C_VPP,
+    C_CP,
+    C_EP,
+    C_SP,
+    C_RECOMPUTE,
+    C_GBS,
+    C_MBS,
+    C_PREC,
+    C_DISTOPT,
+    C_STEP,
+    N_COLS
+};
+
+static const char *const col_names[N_COLS] = {
+    "source_id", "model",        "layers",   "hidden",         "ffn_hidden",
+    "heads",     "kv_heads",     "vocab",    "seq_len",        "moe_experts",
+    "moe_topk",  "moe_ffn_hidden", "shared_experts", "gpu",     "n_gpus",
+    "tp",        "pp",           "vpp",      "cp",             "ep",
+    "sequence_parallel", "recompute", "gbs", "mbs",            "precision",
+    "distributed_optimizer", "measured_step_time_s"};
+
+/* The hardware with presets; B300 and GB300 have none. */
+static const struct {
+    const char *gpu, *preset;
+} gpu_map[] = {{"A100", "a100-80g"}, {"H100-SXM", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200"}};
+
+#define N_HW (int)(sizeof gpu_map / sizeof gpu_map[0])
+
+typedef struct row {
+    int line; /* in the file, 1 = header */
+    char source[32], model[40], gpu[16], prec[16], setup[96];
+    ps_transformer m;
+    ps_train t;
+    int hw;     /* index in gpu_map, -1 = skipped */
+    int group;  /* the model group (same layer shape): cross-validation folds and tau */
+    int same;   /* an earlier row with the same inputs (its prediction is this one's), -1 */
+    double measured, pred;
+    char skip[200];
+    char layout[1024]; /* the uneven split's layout, "" = even */
+} row;
+
+/* Head dimensions the CSV does not carry (head_dim != hidden / heads) and no built-in model
+ * provides: gpt-oss-120b's config.json (huggingface.co/openai/gpt-oss-120b) has head_dim 64. */
+static const struct {
+    int hidden, heads, head_dim;
+} head_dims[] = {{2880, 64, 64}};
+
+static int num(const char *s)
+{
+    return *s ? atoi(s) : 0;
+}
+
+/* Whether the row's dims are those of a built-in model; copies it into *m if so. */
+static int builtin_match(const record *r, const int *col, ps_transformer *m)
+{
+    const char *name;
+    for (size_t i = 0; (name = ps_transformer_builtin_name(i)) != NULL; i++) {
+        ps_transformer b;
+        ps_transformer_builtin(name, &b);
+        const char *kv = r->field[col[C_KV]];
+        int mla = b.kv_lora_rank > 0;
+        if (b.layers == num(r->field[col[C_LAYERS]]) && b.hidden == num(r->field[col[C_HIDDEN]]) &&
+            b.ffn == num(r->field[col[C_FFN]]) && b.heads == num(r->field[col[C_HEADS]]) &&
+            b.vocab == num(r->field[col[C_VOCAB]]) &&
+            b.experts == num(r->field[col[C_EXPERTS]]) &&
+            b.top_k == num(r->field[col[C_TOPK]]) &&
+            (b.experts == 0 || (b.moe_ffn ? b.moe_ffn : b.ffn) == num(r->field[col[C_MOE_FFN]])) &&
+            b.shared_experts == num(r->field[col[C_SHARED]]) &&
+            (mla ? strcmp(kv, "MLA") == 0 : b.kv_heads == num(kv))) {
+            *m = b;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The model of a row: a built-in one when the dims match, else the row's dims. 0 or skip. */
+static int map_model(const record *r, const int *col, int vtrain, row *w)
+{
+    ps_transformer *m = &w->m;
+    const char *f_layers = r->field[col[C_LAYERS]], *f_hidden = r->field[col[C_HIDDEN]];
+    if (!*f_layers || !*f_hidden || !*r->field[col[C_HEADS]]) {
+        snprintf(w->skip, sizeof w->skip, "model dims not given in the row");
+        return -1;
+    }
+    memset(m, 0, sizeof *m);
+    if (!vtrain && builtin_match(r, col, m))
+        goto named;
+    if (strcmp(r->field[col[C_KV]], "MLA") == 0) {
+        snprintf(w->skip, sizeof w->skip, "MLA dims not in the row and no built-in model matches");
+        return -1;
+    }
+    m->layers = num(f_layers);
+    m->hidden = num(f_hidden);
+    m->ffn = num(r->field[col[C_FFN]]);
+    m->heads = num(r->field[col[C_HEADS]]);
+    m->kv_heads = num(r->field[col[C_KV]]);
+    /* vTrain's simulator assumes GPT-2's vocabulary (its README); the rows leave it blank. */
+    m->vocab = vtrain ? 50257 : num(r->field[col[C_VOCAB]]);
+    /* vTrain's GPT models: GeLU MLP and LayerNorm; the others are Llama-style. */
+    m->gated_mlp = !vtrain;
+    m->rms_norm = !vtrain;
+    m->experts = num(r->field[col[C_EXPERTS]]);
+    m->top_k = num(r->field[col[C_TOPK]]);
+    m->moe_ffn = num(r->field[col[C_MOE_FFN]]);
+    m->shared_experts = num(r->field[col[C_SHARED]]);
+    for (size_t i = 0; i < sizeof head_dims / sizeof head_dims[0]; i++)
+        if (head_dims[i].hidden == m->hidden && head_dims[i].heads == m->heads)
+            m->head_dim = head_dims[i].head_dim;
+named:
+    snprintf(m->name, sizeof m->name, "%s", r->field[col[C_MODEL]]);
+    char err[160];
+    if (ps_transformer_check(m, err, sizeof err)) {
+        snprintf(w->skip, sizeof w->skip, "model: %s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* FP8 recipes (fp8, fp8-cs, fp8-mx, mxfp8, fp8-blockwise) are PS_PREC_FP8; NVFP4 is skipped. */
+static int map_precision(const char *p, row *w)
+{
+    snprintf(w->prec, sizeof w->prec, "%.*s", (int)strcspn(p, " "), p);
+    if (*p == '\0' || strncmp(p, "bf16", 4) == 0) {
+        w->t.precision = PS_PREC_BF16; /* vTrain: blank; Megatron-DeepSpeed trains in bf16/fp16 */
+        snprintf(w->prec, sizeof w->prec, "bf16");
+        return 0;
+    }
+    if (strncmp(p, "fp8", 3) == 0 || strncmp(p, "mxfp8", 5) == 0) {
+        w->t.precision = PS_PREC_FP8;
+        return 0;
+    }
+    snprintf(w->skip, sizeof w->skip, "precision %s not modelled", p);
+    return -1;
+}
+
+/*
+ * Layers that do not divide over the S = p.v model stages (DeepSeek-V3's 61 over 32, Llama
+ * 3.1 405B's 126 over 128): a layout that gives the inner stages floor(L/S) + 1 layers from
+ * the second stage on, while the first and last stages (the embedding and the loss) keep
+ * floor(L/S), taking the extra ones only when the inner stages cannot hold them all. This is
+ * Megatron's practice of lighter end stages (--account-for-embedding/loss-in-pipeline-split,
+ * the DeepSeek-V3 layouts), and the same rule for every row.
+ */
+static void uneven_split(row *w)
+{
+    int stages = w->t.pp * (w->t.vpp > 1 ? w->t.vpp : 1), layers = w->m.layers;
+    if (stages < 2 || layers % stages == 0)
+        return;
+    int base = layers / stages, extra = layers % stages;
+    size_t at = 0, cap = sizeof w->layout;
+    for (int i = 0; i < stages; i++) {
+        int inner = i > 0 && i < stages - 1, n = base;
+        if (inner && extra > 0)
+            n++, extra--;
+        at += (size_t)snprintf(w->layout + at, cap - at, "%s%s", i ? "|" : "", i ? "" : "E");
+        for (int k = 0; k < n && at < cap; k++)
+            at += (size_t)snprintf(w->layout + at, cap - at, "t");
+        if (i == stages - 1) {
+            /* at most one layer the inner stages could not take */
+            for (int k = 0; k < extra && at < cap; k++)
+                at += (size_t)snprintf(w->layout + at, cap - at, "t");
+            for (int k = 0; k < w->m.mtp_layers && at < cap; k++)
+                at += (size_t)snprintf(w->layout + at, cap - at, "m");
+            at += (size_t)snprintf(w->layout + at, cap - at, "L");
+        }
+        if (at >= cap) {
+            w->layout[0] = '\0'; /* too long: the estimate reports the uneven split */
+            return;
+        }
+    }
+}
+
+static void map_row(const record *r, const int *col, int line, row *w)
+{
+    memset(w, 0, sizeof *w);
+    w->line = line;
+    w->hw = -1;
+    snprintf(w->source, sizeof w->source, "%s", r->field[col[C_SOURCE]]);
+    snprintf(w->model, sizeof w->model, "%s", r->field[col[C_MODEL]]);
+    snprintf(w->gpu, sizeof w->gpu, "%s", r->field[col[C_GPU]]);
+    w->measured = atof(r->field[col[C_STEP]]);
+    int vtrain = strcmp(w->source, "vtrain_multi") == 0;
+    ps_train *t = &w->t;
+    ps_train_init(t);
+    t->gpus = num(r->field[col[C_GPUS]]);
+    t->tp = num(r->field[col[C_TP]]);
+    t->pp = num(r->field[col[C_PP]]);
+    t->vpp = *r->field[col[C_VPP]] ? num(r->field[col[C_VPP]]) : 1;
+    t->cp = *r->field[col[C_CP]] ? num(r->field[col[C_CP]]) : 1;
+    t->ep = *r->field[col[C_EP]] ? num(r->field[col[C_EP]]) : 1;
+    t->gbs = num(r->field[col[C_GBS]]);
+    t->mbs = num(r->field[col[C_MBS]]);
+    t->seq = num(r->field[col[C_SEQ]]);
+    if (strcmp(r->field[col[C_SP]], "0") == 0)
+        t->sequence_parallel = 0; /* blank: the default (on with TP) */
+    const char *rc = r->field[col[C_RECOMPUTE]];
+    t->recompute = strncmp(rc, "full", 4) == 0        ? PS_RECOMPUTE_FULL
+                   : strncmp(rc, "selective", 9) == 0 ? PS_RECOMPUTE_SELECTIVE
+                                                      : PS_RECOMPUTE_NONE;
+    /* "0 (...)": off; "unknown" and "FSDP": on (FSDP shards the optimizer state too; its
+     * per-layer parameter gathers are not modelled). */
+    t->distributed_optimizer = r->field[col[C_DISTOPT]][0] != '0';
+    snprintf(w->setup, sizeof w->setup, "%dg tp%d pp%d vpp%d cp%d ep%d gbs%lld mbs%d s%d%s",
+             t->gpus, t->tp, t->pp, t->vpp, t->cp, t->ep, (long long)t->gbs, t->mbs, t->seq,
+             t->recompute == PS_RECOMPUTE_FULL ? " rc" : "");
+    if (map_precision(r->field[col[C_PREC]], w))
+        return;
+    int hw = -1;
+    for (int i = 0; i < N_HW; i++)
+        if (strcmp(gpu_map[i].gpu, w->gpu) == 0)
+            hw = i;
+    if (hw < 0) {
+        snprintf(w->skip, sizeof w->skip, "no preset for %s", w->gpu);
+        return;
+    }
+    if (!(w->measured > 0)) {
+        snprintf(w->skip, sizeof w->skip, "no measured step time");
+        return;
+    }
+    if (map_model(r, col, vtrain, w))
+        return;
+    /* Megatron-Bridge's MoE recipes set expert tensor parallelism to 1. */
+    if (w->m.experts > 0)
+        t->etp = 1;
+    uneven_split(w);
+    w->hw = hw;
+}
+
+/* Reads the file into rows; returns the count or -1. */
+static int load_rows(const char *path, row **out)
+{
+    char *text = slurp(path);
+    if (!text) {
+        fprintf(stderr, "calibrate: cannot read %s\n", path);
+        return -1;
+    }
+    char *p = text;
+    record r;
+    int col[N_COLS];
+    if (!next_record(&p, &r)) {
+        free(text);
+        return -1;
+    }
+    for (int c = 0; c < N_COLS; c++) {
+        col[c] = -1;
+        for (int i = 0; i < r.n; i++)
+            if (strcmp(r.field[i], col_names[c]) == 0)
+                col[c] = i;
+        if (col[c] < 0) {
+            fprintf(stderr, "calibrate: %s: no column %s\n", path, col_names[c]);
+            free(text);
+            return -1;
+        }
+    }
+    int ncols = r.n, n = 0, cap = 0, line = 1;
+    row *rows = NULL;
+    while (next_record(&p, &r)) {
+        line++;
+        if (r.n == 1 && r.field[0][0] == '\0')
+            continue; /* blank line */
+        if (r.n != ncols) {
+            fprintf(stderr, "calibrate: %s:%d: %d fields, the header has %d\n", path, line, r.n,
+                    ncols);
+            free(text);
+            free(rows);
+            return -1;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            row *grown = realloc(rows, (size_t)cap * sizeof *rows);
+            if (!grown) {
+                free(text);
+                free(rows);
+                return -1;
+            }
+            rows = grown;
+        }
+        map_row(&r, col, line, &rows[n++]);
+    }
+    free(text);
+    *out = rows;
+    return n;
+}
+
+/* Rows with the same layer shape (hidden, ffn, heads, experts) are one model: the Llama 3.1
+ * 405B proxies with fewer layers belong to 405B, the two sources' Llama 3 8B rows are one. */
+static void assign_groups(row *rows, int n)
+{
+    int groups = 0;
+    for (int i = 0; i < n; i++) {
+        rows[i].group = -1;
+        for (int j = 0; j < i && rows[i].group < 0; j++)
+            if (rows[j].group >= 0 && rows[j].m.hidden == rows[i].m.hidden &&
+                rows[j].m.ffn == rows[i].m.ffn && rows[j].m.heads == rows[i].m.heads &&
+                rows[j].m.experts == rows[i].m.experts)
+                rows[i].group = rows[j].group;
+        if (rows[i].group < 0 && rows[i].hw >= 0)
+            rows[i].group = groups++;
+    }
+}
+
+/* Rows whose inputs are identical (the same setup under two FP8 recipe names, or two
+ * releases): the estimate runs once for them. */
+static void find_same(row *rows, int n)
+{
+    for (int i = 0; i < n; i++) {
+        rows[i].same = -1;
+        for (int j = 0; j < i && rows[i].same < 0; j++) {
+            ps_transformer a = rows[i].m, b = rows[j].m;
+            ps_train x = rows[i].t, y = rows[j].t;
+            memset(a.name, 0, sizeof a.name), memset(b.name, 0, sizeof b.name);
+            x.layout = y.layout = NULL;
+            if (rows[i].hw == rows[j].hw && memcmp(&a, &b, sizeof a) == 0 &&
+                memcmp(&x, &y, sizeof x) == 0 && strcmp(rows[i].layout, rows[j].layout) == 0)
+                rows[i].same = j;
+        }
+    }
+}
+
+/* ---- prediction and the fit ------------------------------------------------------------------ */
+
+/* The fitted figures. */
+enum { P_GEMM, P_ATTN, P_HALF, P_INTRA, P_INTER, N_PARAMS };
+static const char *const param_names[N_PARAMS] = {"gemm_eff", "attn_eff", "gemm_half_dim",
+                                                  "bus_eff_intra", "bus_eff_inter"};
+static const double param_lo[N_PARAMS] = {0.05, 0.05, 0, 0.05, 0.05};
+static const double param_hi[N_PARAMS] = {1, 1, 2048, 1, 1};
+
+static void set_params(ps_hardware *hw, const double *p)
+{
+    hw->gemm_eff = p[P_GEMM];
+    hw->attn_eff = p[P_ATTN];
+    hw->gemm_half_dim = p[P_HALF];
+    hw->bus_eff_intra = p[P_INTRA];
+    hw->bus_eff_inter = p[P_INTER];
+}
+
+static void get_params(const ps_hardware *hw, double *p)
+{
+    p[P_GEMM] = hw->gemm_eff;
+    p[P_ATTN] = hw->attn_eff;
+    p[P_HALF] = hw->gemm_half_dim;
+    p[P_INTRA] = hw->bus_eff_intra;
+    p[P_INTER] = hw->bus_eff_inter;
+}
+
+static ps_estimate *est;
+static long runs;
+
+/* Predicts w on hw: 0 and w->pred, or the estimate's error (message in w->skip). */
+static int predict(row *w, const ps_hardware *hw)
+{
+    runs++;
+    w->t.layout = w->layout[0] ? w->layout : NULL; /* the row may have moved since mapping */
+    int rc = ps_estimate_run(est, &w->m, hw, &w->t);
+    if (rc) {
+        snprintf(w->skip, sizeof w->skip, "estimate: %s", ps_estimate_last_error(est));
+        w->pred = 0;
+        return rc;
+    }
+    ps_estimate_result res;
+    ps_estimate_result_get(est, &res);
+    w->pred = res.step_time_s;
+    return 0;
+}
+
+static double ape(const row *w)
+{
+    return fabs(w->pred - w->measured) / w->measured;
+}
+
+/* The MAPE over the rows of hw selected by in(row) with figures p. */
+typedef struct selection {
+    row *rows;
+    int n, hw, group, exclude; /* exclude: the group is left out (else only it is taken) */
+} selection;
+
+static int selected(const selection *s, const row *w)
+{
+    if (w->hw != s->hw)
+        return 0;
+    if (s->group < 0)
+        return 1;
+    return s->exclude ? w->group != s->group : w->group == s->group;
+}
+
+static double mape(const selection *s, const double *p)
+{
+    ps_hardware hw;
+    ps_hardware_builtin(gpu_map[s->hw].preset, &hw);
+    set_params(&hw, p);
+    double sum = 0;
+    int k = 0;
+    for (int i = 0; i < s->n; i++) {
+        row *w = &s->rows[i];
+        if (!selected(s, w))
+            continue;
+        if (w->same >= 0)
+            w->pred = s->rows[w->same].pred; /* selected too: same hardware and model */
+        else if (predict(w, &hw))
+            return INFINITY;
+        sum += ape(w);
+        k++;
+    }
+    return k ? sum / k : INFINITY;
+}
+
+/* Grid over gemm_eff and attn_eff (the others at their start), then coordinate descent over
+ * every figure with steps that halve when no move helps. p: in the start, out the fit. */
+static double fit(const selection *s, double *p)
+{
+    double best = INFINITY, q[N_PARAMS];
+    memcpy(q, p, sizeof q);
+    for (double g = 0.30; g <= 1.0001; g += 0.10)
+        for (double a = 0.20; a <= 1.0001; a += 0.20) {
+            q[P_GEMM] = g, q[P_ATTN] = a;
+            double e = mape(s, q);
+            if (e < best) {
+                best = e;
+                memcpy(p, q, sizeof q);
+            }
+        }
+    double step[N_PARAMS] = {0.04, 0.08, 128, 0.1, 0.1};
+    for (int pass = 0; pass < 16; pass++) {
+        int moved = 0;
+        for (int k = 0; k < N_PARAMS; k++)
+            for (int dir = -1; dir <= 1; dir += 2) {
+                memcpy(q, p, sizeof q);
+                q[k] = fmin(param_hi[k], fmax(param_lo[k], p[k] + dir * step[k]));
+                if (q[k] == p[k])
+                    continue;
+                double e = mape(s, q);
+                if (e < best - 1e-9) {
+                    best = e;
+                    memcpy(p, q, sizeof q);
+                    moved = 1;
+                }
+            }
+        if (!moved) {
+            int small = 1;
+            for (int k = 0; k < N_PARAMS; k++) {
+                step[k] /= 2;
+                small &= step[k] < (k == P_HALF ? 8 : 0.01);
+            }
+            if (small)
+                break;
+        }
+    }
+    return best;
+}
+
+/* ---- the report --------------------------------------------------------------------------- */
+
+typedef struct stats {
+    int n;
+    double sum, max;
+    long concordant, discordant;
+} stats;
+
+static void add_row(stats *st, const row *w)
+{
+    st->n++;
+    st->sum += ape(w);
+    if (ape(w) > st->max)
+        st->max = ape(w);
+}
+
+/* Kendall's tau over the pairs of rows of one model (group) on one hardware; pairs with the
+ * same measured or predicted time are left out. */
+static void add_pairs(stats *st, const row *rows, int n, int hw)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            const row *a = &rows[i], *b = &rows[j];
+            if (a->hw != hw || b->hw != hw || a->group != b->group || a->pred <= 0 ||
+                b->pred <= 0)
+                continue;
+            double dm = a->measured - b->measured, dp = a->pred - b->pred;
+            if (dm == 0 || dp == 0)
+                continue;
+            if ((dm > 0) == (dp > 0))
+                st->concordant++;
+            else
+                st->discordant++;
+        }
+}
+
+static double tau(const stats *st)
+{
+    long pairs = st->concordant + st->discordant;
+    return pairs ? (double)(st->concordant - st->discordant) / (double)pairs : NAN;
+}
+
+static void print_stats(const char *what, const stats *st)
+{
+    printf("  %-10s rows %3d  MAPE %5.1f%%  max %6.1f%%  tau %5.2f (%ld pairs)\n", what, st->n,
+           st->n ? 100 * st->sum / st->n : 0, 100 * st->max, tau(st),
+           st->concordant + st->discordant);
+}
+
+static void print_rows(const row *rows, int n)
+{
+    printf("%-4s %-24s %-8s %-5s %-46s %9s %9s %8s\n", "line", "model", "gpu", "prec", "setup",
+           "measured", "predicted", "error");
+    for (int i = 0; i < n; i++) {
+        const row *w = &rows[i];
+        if (w->hw < 0)
+            continue;
+        printf("%-4d %-24.24s %-8s %-5s %-46s %8.2fs %8.2fs %+7.1f%%\n", w->line, w->model,
+               w->gpu, w->prec, w->setup, w->measured, w->pred,
+               100 * (w->pred - w->measured) / w->measured);
+    }
+}
+
+/* Every row with the figures of each preset (p[hw] or the preset's own), then stats. */
+static void predict_all(row *rows, int n, double (*p)[N_PARAMS])
+{
+    for (int h = 0; h < N_HW; h++) {
+        ps_hardware hw;
+        ps_hardware_builtin(gpu_map[h].preset, &hw);
+        if (p)
+            set_params(&hw, p[h]);
+        for (int i = 0; i < n; i++) {
+            row *w = &rows[i];
+            if (w->hw != h)
+                continue;
+            if (w->same >= 0) {
+                w->pred = rows[w->same].pred;
+                if (rows[w->same].hw < 0) {
+                    w->hw = -1;
+                    memcpy(w->skip, rows[w->same].skip, sizeof w->skip);
+                }
+            } else if (predict(w, &hw)) {
+                w->hw = -1; /* the estimate refuses it: skipped, the message kept */
+            }
+        }
+    }
+}
+
+static void summary(const row *rows, int n)
+{
+    stats all = {0};
+    for (int h = 0; h < N_HW; h++) {
+        stats st = {0};
+        for (int i = 0; i < n; i++)
+            if (rows[i].hw == h)
+                add_row(&st, &rows[i]), add_row(&all, &rows[i]);
+        add_pairs(&st, rows, n, h);
+        add_pairs(&all, rows, n, h);
+        print_stats(gpu_map[h].gpu, &st);
+    }
+    print_stats("all", &all);
+}
+
+static void print_skipped(const row *rows, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += rows[i].hw < 0;
+    printf("\nskipped rows: %d\n", k);
+    for (int i = 0; i < n; i++)
+        if (rows[i].hw < 0)
+            printf("  line %-4d %-24.24s %-8s %-20.20s %s\n", rows[i].line, rows[i].model,
+                   rows[i].gpu, rows[i].prec[0] ? rows[i].prec : "", rows[i].skip);
+}
+
+static int calibrate(const char *path, int do_fit)
+{
+    row *rows = NULL;
+    int n = load_rows(path, &rows);
+    if (n < 0)
+        return 1;
+    if (ps_estimate_new(&est, NULL))
+        return 1;
+    double t0 = now();
+
+    /* 1. The generic figures. */
+    find_same(rows, n);
+    predict_all(rows, n, NULL);
+    assign_groups(rows, n);
+    printf("== 1. uncalibrated (the generic efficiency figures of every preset) ==\n");
+    print_rows(rows, n);
+    print_skipped(rows, n);
+    printf("\naccuracy, generic figures:\n");
+    summary(rows, n);
+    if (!do_fit) {
+        ps_estimate_free(est);
+        free(rows);
+        return 0;
+    }
+
+    /* 2. Leave one model out per hardware. */
+    printf("\n== 2. cross-validation: leave one model out, per hardware ==\n");
+    double *cv_pred = calloc((size_t)n, sizeof *cv_pred);
+    for (int h = 0; h < N_HW; h++) {
+        int groups[64], ng = 0;
+        for (int i = 0; i < n; i++) {
+            if (rows[i].hw != h)
+                continue;
+            int seen = 0;
+            for (int g = 0; g < ng; g++)
+                seen |= groups[g] == rows[i].group;
+            if (!seen && ng < 64)
+                groups[ng++] = rows[i].group;
+        }
+        for (int g = 0; g < ng; g++) {
+            ps_hardware hw;
+            ps_hardware_builtin(gpu_map[h].preset, &hw);
+            double p[N_PARAMS];
+            get_params(&hw, p);
+            const char *name = "";
+            for (int i = 0; i < n; i++)
+                if (rows[i].hw == h && rows[i].group == groups[g])
+                    name = rows[i].model;
+            if (ng < 2) {
+                printf("  %-8s %-24s only model of this hardware: no held-out fit\n",
+                       gpu_map[h].gpu, name);
+                for (int i = 0; i < n; i++)
+                    if (rows[i].hw == h && rows[i].group == groups[g])
+                        cv_pred[i] = NAN;
+                continue;
+            }
+            selection train = {rows, n, h, groups[g], 1}, test = {rows, n, h, groups[g], 0};
+            double e_train = fit(&train, p);
+            double e_test = mape(&test, p);
+            printf("  %-8s held out %-24s fit on the rest: %5.1f%%, held out: %5.1f%%  "
+                   "(gemm %.3f attn %.3f half %.0f intra %.3f inter %.3f)\n",
+                   gpu_map[h].gpu, name, 100 * e_train, 100 * e_test, p[0], p[1], p[2], p[3],
+                   p[4]);
+            for (int i = 0; i < n; i++)
+                if (selected(&test, &rows[i]))
+                    cv_pred[i] = rows[i].pred;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (rows[i].hw >= 0)
+            rows[i].pred = cv_pred[i];
+    printf("\nheld-out rows, each predicted by the fit on the other models of its hardware:\n");
+    print_rows(rows, n);
+    printf("\naccuracy on held-out models (leave one model out):\n");
+    {
+        row *cv = malloc((size_t)n * sizeof *cv);
+        memcpy(cv, rows, (size_t)n * sizeof *cv);
+        for (int i = 0; i < n; i++)
+            if (cv[i].hw >= 0 && isnan(cv[i].pred))
+                cv[i].hw = -1; /* a hardware with one model has no held-out prediction */
+        summary(cv, n);
+        free(cv);
+    }
+    free(cv_pred);
+
+    /* 3. The fit on all the rows of each hardware. */
+    printf("\n== 3. fitted on all the rows of each hardware (the presets' figures) ==\n");
+    double p[N_HW][N_PARAMS];
+    for (int h = 0; h < N_HW; h++) {
+        ps_hardware hw;
+        ps_hardware_builtin(gpu_map[h].preset, &hw);
+        get_params(&hw, p[h]);
+        selection all = {rows, n, h, -1, 0};
+        double e = fit(&all, p[h]);
+        printf("  %-8s %-9s MAPE %5.1f%%:", gpu_map[h].gpu, gpu_map[h].preset, 100 * e);
+        for (int k = 0; k < N_PARAMS; k++)
+            printf(" %s %.4g", param_names[k], p[h][k]);
+        printf("\n");
+    }
+    predict_all(rows, n, p);
+    print_rows(rows, n);
+    printf("\naccuracy, fitted on all rows (in-sample):\n");
+    summary(rows, n);
+    printf("\n%ld estimates in %.1f s\n", runs, now() - t0);
+    ps_estimate_free(est);
+    free(rows);
+    return 0;
+}
+
+/* ---- --speed ---------------------------------------------------------------------------------- */
+
+static void speed_case(const char *what, const char *model, const ps_train *t)
+{
+    ps_transformer m;
+    ps_hardware hw;
+    ps_estimate *e;
+    if (ps_transformer_builtin(model, &m) || ps_hardware_builtin("h100-sxm", &hw) ||
+        ps_estimate_new(&e, NULL)) {
+        fprintf(stderr, "calibrate: setup failed\n");
+        exit(1);
+    }
+    if (ps_estimate_run(e, &m, &hw, t)) {
+        printf("%s: %s\n", what, ps_estimate_last_error(e));
+        ps_estimate_free(e);
+        return;
+    }
+    ps_estimate_result r;
+    ps_estimate_result_get(e, &r);
+    /* Batches of runs long enough to time, the median over batches. */
+    double t0 = now();
+    int per = 0;
+    while (now() - t0 < 0.2)
+        ps_estimate_run(e, &m, &hw, t), per++;
+    per = per / 2 > 1 ? per / 2 : 1;
+    enum { BATCHES = 15 };
+    double us[BATCHES];
+    for (int b = 0; b < BATCHES; b++) {
+        double s = now();
+        for (int i = 0; i < per; i++)
+            ps_estimate_run(e, &m, &hw, t);
+        us[b] = (now() - s) * 1e6 / per;
+    }
+    printf("%s\n  step %.3f s, %.0f tokens/s/GPU, MFU %.1f%%, %d micro-batches, fits %d\n"
+           "  ps_estimate_run: %.1f us (median of %d batches of %d runs, handle reused)\n",
+           what, r.step_time_s, r.tokens_per_s_per_gpu, 100 * r.mfu, r.microbatches, r.fits,
+           median(us, BATCHES), BATCHES, per);
+    ps_estimate_free(e);
+}
+
+static int speed(void)
+{
+    ps_train t;
+    ps_train_init(&t);
+    t.gpus = 64, t.tp = 4, t.pp = 8, t.vpp = 5, t.gbs = 128, t.mbs = 1, t.seq = 8192;
+    speed_case("(a) llama3-70b, 64 h100-sxm, tp4 pp8 vpp5 (interleaved), gbs128 mbs1 seq8192",
+               "llama3-70b", &t);
+    ps_train_init(&t);
+    /* DualPipeV: two chunks per rank (32 model stages); 61 layers + MTP split as Megatron's
+     * DeepSeek-V3 layout does, the embedding and one layer first, MTP and loss last. */
+    t.gpus = 1024, t.tp = 1, t.pp = 16, t.vpp = 2, t.ep = 64, t.gbs = 2048, t.mbs = 1,
+    t.seq = 4096;
+    snprintf(t.schedule, sizeof t.schedule, "dualpipev");
+    t.layout = "Et|(tt|)*30mL";
+    speed_case("(b) deepseek-v3, 1024 h100-sxm, tp1 pp16 dualpipev (vpp2) ep64 dp64, gbs2048 "
+               "mbs1 seq4096, layout Et|(tt|)*30mL",
+               "deepseek-v3", &t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "--speed") == 0)
+        return speed();
+    if (argc < 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: pipesched-calibrate CALIBRATION.csv [--no-fit]\n"
+                        "       pipesched-calibrate --speed\n");
+        return 2;
+    }
+    return calibrate(argv[1], !(argc >= 3 && strcmp(argv[2], "--no-fit") == 0));
+}
