@@ -147,18 +147,39 @@ enum {
     N_COLS
 };
 
-static const char *const col_names[N_COLS] = {
-    "source_id", "model",        "layers",   "hidden",         "ffn_hidden",
-    "heads",     "kv_heads",     "vocab",    "seq_len",        "moe_experts",
-    "moe_topk",  "moe_ffn_hidden", "shared_experts", "gpu",     "n_gpus",
-    "tp",        "pp",           "vpp",      "cp",             "ep",
-    "sequence_parallel", "recompute", "gbs", "mbs",            "precision",
-    "distributed_optimizer", "measured_step_time_s"};
+static const char *const col_names[N_COLS] = {"source_id",
+                                              "model",
+                                              "layers",
+                                              "hidden",
+                                              "ffn_hidden",
+                                              "heads",
+                                              "kv_heads",
+                                              "vocab",
+                                              "seq_len",
+                                              "moe_experts",
+                                              "moe_topk",
+                                              "moe_ffn_hidden",
+                                              "shared_experts",
+                                              "gpu",
+                                              "n_gpus",
+                                              "tp",
+                                              "pp",
+                                              "vpp",
+                                              "cp",
+                                              "ep",
+                                              "sequence_parallel",
+                                              "recompute",
+                                              "gbs",
+                                              "mbs",
+                                              "precision",
+                                              "distributed_optimizer",
+                                              "measured_step_time_s"};
 
 /* The hardware with presets; B300 and GB300 have none. */
 static const struct {
     const char *gpu, *preset;
-} gpu_map[] = {{"A100", "a100-80g"}, {"H100-SXM", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200"}};
+} gpu_map[] = {
+    {"A100", "a100-80g"}, {"H100-SXM", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200"}};
 
 #define N_HW (int)(sizeof gpu_map / sizeof gpu_map[0])
 
@@ -167,9 +188,9 @@ typedef struct row {
     char source[32], model[40], gpu[16], prec[16], setup[96];
     ps_transformer m;
     ps_train t;
-    int hw;     /* index in gpu_map, -1 = skipped */
-    int group;  /* the model group (same layer shape): cross-validation folds and tau */
-    int same;   /* an earlier row with the same inputs (its prediction is this one's), -1 */
+    int hw;    /* index in gpu_map, -1 = skipped */
+    int group; /* the model group (same layer shape): cross-validation folds and tau */
+    int same;  /* an earlier row with the same inputs (its prediction is this one's), -1 */
     double measured, pred;
     char skip[200];
     char layout[1024]; /* the uneven split's layout, "" = even */
@@ -197,8 +218,7 @@ static int builtin_match(const record *r, const int *col, ps_transformer *m)
         int mla = b.kv_lora_rank > 0;
         if (b.layers == num(r->field[col[C_LAYERS]]) && b.hidden == num(r->field[col[C_HIDDEN]]) &&
             b.ffn == num(r->field[col[C_FFN]]) && b.heads == num(r->field[col[C_HEADS]]) &&
-            b.vocab == num(r->field[col[C_VOCAB]]) &&
-            b.experts == num(r->field[col[C_EXPERTS]]) &&
+            b.vocab == num(r->field[col[C_VOCAB]]) && b.experts == num(r->field[col[C_EXPERTS]]) &&
             b.top_k == num(r->field[col[C_TOPK]]) &&
             (b.experts == 0 || (b.moe_ffn ? b.moe_ffn : b.ffn) == num(r->field[col[C_MOE_FFN]])) &&
             b.shared_experts == num(r->field[col[C_SHARED]]) &&
@@ -609,8 +629,7 @@ static void add_pairs(stats *st, const row *rows, int n, int hw)
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
             const row *a = &rows[i], *b = &rows[j];
-            if (a->hw != hw || b->hw != hw || a->group != b->group || a->pred <= 0 ||
-                b->pred <= 0)
+            if (a->hw != hw || b->hw != hw || a->group != b->group || a->pred <= 0 || b->pred <= 0)
                 continue;
             double dm = a->measured - b->measured, dp = a->pred - b->pred;
             if (dm == 0 || dp == 0)
@@ -643,8 +662,8 @@ static void print_rows(const row *rows, int n)
         const row *w = &rows[i];
         if (w->hw < 0)
             continue;
-        printf("%-4d %-24.24s %-8s %-5s %-46s %8.2fs %8.2fs %+7.1f%%\n", w->line, w->model,
-               w->gpu, w->prec, w->setup, w->measured, w->pred,
+        printf("%-4d %-24.24s %-8s %-5s %-46s %8.2fs %8.2fs %+7.1f%%\n", w->line, w->model, w->gpu,
+               w->prec, w->setup, w->measured, w->pred,
                100 * (w->pred - w->measured) / w->measured);
     }
 }
@@ -762,8 +781,7 @@ static int calibrate(const char *path, int do_fit)
             double e_test = mape(&test, p);
             printf("  %-8s held out %-24s fit on the rest: %5.1f%%, held out: %5.1f%%  "
                    "(gemm %.3f attn %.3f half %.0f intra %.3f inter %.3f)\n",
-                   gpu_map[h].gpu, name, 100 * e_train, 100 * e_test, p[0], p[1], p[2], p[3],
-                   p[4]);
+                   gpu_map[h].gpu, name, 100 * e_train, 100 * e_test, p[0], p[1], p[2], p[3], p[4]);
             for (int i = 0; i < n; i++)
                 if (selected(&test, &rows[i]))
                     cv_pred[i] = rows[i].pred;
@@ -810,7 +828,8 @@ static int calibrate(const char *path, int do_fit)
     return 0;
 }
 
-/* ---- --speed ---------------------------------------------------------------------------------- */
+/* ---- --speed ----------------------------------------------------------------------------------
+ */
 
 static void speed_case(const char *what, const char *model, const ps_train *t)
 {
@@ -860,8 +879,7 @@ static int speed(void)
     ps_train_init(&t);
     /* DualPipeV: two chunks per rank (32 model stages); 61 layers + MTP split as Megatron's
      * DeepSeek-V3 layout does, the embedding and one layer first, MTP and loss last. */
-    t.gpus = 1024, t.tp = 1, t.pp = 16, t.vpp = 2, t.ep = 64, t.gbs = 2048, t.mbs = 1,
-    t.seq = 4096;
+    t.gpus = 1024, t.tp = 1, t.pp = 16, t.vpp = 2, t.ep = 64, t.gbs = 2048, t.mbs = 1, t.seq = 4096;
     snprintf(t.schedule, sizeof t.schedule, "dualpipev");
     t.layout = "Et|(tt|)*30mL";
     speed_case("(b) deepseek-v3, 1024 h100-sxm, tp1 pp16 dualpipev (vpp2) ep64 dp64, gbs2048 "
