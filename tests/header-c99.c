@@ -4,8 +4,8 @@
  * runs.
  * SPDX-License-Identifier: MIT
  */
-#include <pipesched/pipesched.h>
 #include <pipesched/model.h>
+#include <pipesched/pipesched.h>
 #include <pipesched/viz.h>
 
 int main(void)
