@@ -2207,28 +2207,6 @@ END_TEST
  */
 
 /* Reads a whole file (the tests run in tests/). Caller frees. */
-static char *read_text(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 /*
  * Loads an example config. Its "schedule" is written to family; when the family is not built in
  * (the adaptive and dualpipe families came with the MoE work), the file is loaded without that
@@ -2237,7 +2215,7 @@ static char *read_text(const char *path, size_t *len)
 static int load_example(ps_problem *pb, const char *path, char *family, size_t cap)
 {
     size_t len;
-    char *text = read_text(path, &len);
+    char *text = test_read_file(path, &len);
     cJSON *root = cJSON_ParseWithLength(text, len);
     ck_assert_ptr_nonnull(root);
     const cJSON *sched = cJSON_GetObjectItemCaseSensitive(root, "schedule");

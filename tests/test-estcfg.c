@@ -12,6 +12,8 @@
 
 #include <check.h>
 
+#include "common.h"
+
 #include "docblock.h"
 
 #include <stdbool.h>
@@ -22,29 +24,6 @@
 /* ---- helpers -------------------------------------------------------------------------------- */
 
 /* Reads a whole file (the tests run in tests/). Caller frees. */
-static char *read_text(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 typedef struct loaded {
     ps_transformer model;
     ps_hardware hw;
@@ -128,7 +107,7 @@ END_TEST
 START_TEST(estcfg_model_hf)
 {
     size_t len;
-    char *hf = read_text("data/hf/tinyllama-1.1b.json", &len);
+    char *hf = test_read_file("data/hf/tinyllama-1.1b.json", &len);
     ps_transformer want;
     char err[PS__ERRLEN] = "";
     ck_assert_int_eq(ps_transformer_from_hf(hf, len, &want, err, sizeof err), 0);
@@ -225,7 +204,7 @@ END_TEST
 START_TEST(estcfg_example_file)
 {
     size_t len;
-    char *json = read_text("../docs/examples/estimate-llama3-70b.json", &len);
+    char *json = test_read_file("../docs/examples/estimate-llama3-70b.json", &len);
     loaded l;
     memset(&l, 0, sizeof l);
     ck_assert_int_eq(

@@ -58,18 +58,6 @@ static double makespan(const ps_schedule *s, const ps_problem *pb, double *bubbl
     return met.makespan;
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s (run from tests/)", path);
-    char *buf = malloc(1 << 16);
-    ck_assert_ptr_nonnull(buf);
-    *len = fread(buf, 1, (1 << 16) - 1, f);
-    buf[*len] = 0;
-    fclose(f);
-    return buf;
-}
-
 /* ---- DualPipe / DualPipeV ------------------------------------------------------------------ */
 
 START_TEST(fused_dualpipev_matches_pytorch_artifact)
@@ -77,7 +65,7 @@ START_TEST(fused_dualpipev_matches_pytorch_artifact)
     /* PyTorch's ScheduleDualPipeV, 4 ranks, 10 micro-batches: every cell, fused pairs
      * (OVERLAP_F_B) and the I/W split included. */
     size_t len;
-    char *text = read_file("data/dualpipev_4rank_10mb.csv", &len);
+    char *text = test_read_file("data/dualpipev_4rank_10mb.csv", &len);
     ps_schedule *ref, *s = gen("ScheduleDualPipeV", 4, 2, 10);
     ck_assert_int_eq(ps_schedule_new(&ref, NULL), 0);
     ck_assert_int_eq(ps_schedule_load_csv(ref, text, len, PS_CSV_COMPUTE_ONLY, 10), 0);

@@ -12,6 +12,8 @@
 
 #include <check.h>
 
+#include "common.h"
+
 #include "docblock.h"
 
 #include <math.h>
@@ -23,32 +25,10 @@
 /* ---- helpers -------------------------------------------------------------------------------- */
 
 /* Reads a whole file (the tests run in tests/). Caller frees. */
-static char *read_text(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 static int load_file(const char *path, ps_hardware *hw, char *err, size_t errlen)
 {
     size_t len;
-    char *text = read_text(path, &len);
+    char *text = test_read_file(path, &len);
     int rc = ps_hardware_from_json(text, len, hw, err, errlen);
     free(text);
     return rc;

@@ -8,6 +8,8 @@
 #include <pipesched/model.h>
 
 #include <check.h>
+
+#include "common.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,23 +19,6 @@
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 /* Reads a whole file (paths are relative to tests/). Caller frees. */
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s (run from tests/)", path);
-    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    ck_assert_int_ge(n, 0);
-    ck_assert_int_eq(fseek(f, 0, SEEK_SET), 0);
-    char *buf = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(buf);
-    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 static ps_transformer builtin(const char *name)
 {
     ps_transformer t;
@@ -54,7 +39,7 @@ static ps_transformer load_hf(const char *file)
     char path[256];
     snprintf(path, sizeof path, "data/hf/%s", file);
     size_t len;
-    char *text = read_file(path, &len);
+    char *text = test_read_file(path, &len);
     ps_transformer t;
     char err[512] = "";
     int rc = ps_transformer_from_hf(text, len, &t, err, sizeof err);
@@ -156,7 +141,7 @@ END_TEST
 START_TEST(model_builtin_documented)
 {
     size_t len;
-    char *doc = read_file("../docs/models.md", &len);
+    char *doc = test_read_file("../docs/models.md", &len);
     for (size_t i = 0; ps_transformer_builtin_name(i); i++) {
         char cell[80];
         snprintf(cell, sizeof cell, "| %s |", ps_transformer_builtin_name(i));
