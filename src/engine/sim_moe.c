@@ -48,6 +48,10 @@ static int keep_ops(ps_sim *sim, int32_t fl0, int32_t bl0, ps__moe_cost *out)
 {
     const ps_plan_op *ops;
     size_t n = ps_plan_ops(sim->planner, &ops);
+    out->first_op = sim->nplan_ops;
+    out->nops = n;
+    if (n == 0) /* a stage of no layers: nothing to keep (and plan_ops may still be NULL) */
+        return 0;
     if (sim->nplan_ops + n > sim->cap_plan_ops) {
         size_t cap = sim->cap_plan_ops ? sim->cap_plan_ops : 256;
         while (cap < sim->nplan_ops + n)
@@ -62,8 +66,6 @@ static int keep_ops(ps_sim *sim, int32_t fl0, int32_t bl0, ps__moe_cost *out)
     memcpy(kept, ops, n * sizeof *ops);
     for (size_t k = 0; k < n; k++)
         kept[k].layer -= kept[k].part ? bl0 : fl0;
-    out->first_op = sim->nplan_ops;
-    out->nops = n;
     sim->nplan_ops += n;
     return 0;
 }
