@@ -1,10 +1,11 @@
 /*
- * Timing helpers shared by the benchmark programs.
+ * Helpers shared by the benchmark programs: timing, medians, reading a file.
  * SPDX-License-Identifier: MIT
  */
 #ifndef PS_BENCH_UTIL_H
 #define PS_BENCH_UTIL_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -27,6 +28,29 @@ static inline double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The whole file at path, NUL-terminated, its length in *len (may be NULL); NULL when it
+ * cannot be read. Caller frees. */
+static inline char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf)
+        buf[n] = 0;
+    if (len)
+        *len = buf ? (size_t)n : 0;
+    return buf;
 }
 
 #endif

@@ -94,25 +94,6 @@ static int next_record(char **p, record *r)
     return 1;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf)
-        buf[n] = 0;
-    return buf;
-}
-
 /* ---- the rows ------------------------------------------------------------------------------- */
 
 /* The columns the mapping reads, by their header names. */
@@ -386,7 +367,7 @@ static void map_row(const record *r, const int *col, int line, row *w)
 /* Reads the file into rows; returns the count or -1. */
 static int load_rows(const char *path, row **out)
 {
-    char *text = slurp(path);
+    char *text = slurp(path, NULL);
     if (!text) {
         fprintf(stderr, "calibrate: cannot read %s\n", path);
         return -1;

@@ -20,26 +20,6 @@
 #include <string.h>
 #include <time.h>
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf)
-        buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
-}
-
 /* Simulates pb (with its family, pp, vpp) under planner method; 0 on success. */
 static int simulate(ps_problem *pb, int method, ps_metrics *met, ps_comm_metrics *c, double *us)
 {
