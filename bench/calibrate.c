@@ -335,14 +335,19 @@ static void map_row(const record *r, const int *col, int line, row *w)
     t->recompute = strncmp(rc, "full", 4) == 0        ? PS_RECOMPUTE_FULL
                    : strncmp(rc, "selective", 9) == 0 ? PS_RECOMPUTE_SELECTIVE
                                                       : PS_RECOMPUTE_NONE;
-    /* "0 (...)": off; "unknown" and "FSDP": on (FSDP shards the optimizer state too; its
-     * per-layer parameter gathers are not modelled). */
+    /* "0 (...)": off; "unknown": on (Megatron-Bridge's recipes). */
     t->distributed_optimizer = r->field[col[C_DISTOPT]][0] != '0';
+    int fsdp = strcmp(r->field[col[C_DISTOPT]], "FSDP") == 0;
     snprintf(w->setup, sizeof w->setup, "%dg tp%d pp%d vpp%d cp%d ep%d gbs%lld mbs%d s%d%s",
              t->gpus, t->tp, t->pp, t->vpp, t->cp, t->ep, (long long)t->gbs, t->mbs, t->seq,
              t->recompute == PS_RECOMPUTE_FULL ? " rc" : "");
     if (map_precision(r->field[col[C_PREC]], w))
         return;
+    if (fsdp) {
+        snprintf(w->skip, sizeof w->skip,
+                 "FSDP: sharded weights and per-layer gathers are not modelled");
+        return;
+    }
     int hw = -1;
     for (int i = 0; i < N_HW; i++)
         if (strcmp(gpu_map[i].gpu, w->gpu) == 0)
@@ -458,11 +463,11 @@ static void find_same(row *rows, int n)
 /* ---- prediction and the fit ------------------------------------------------------------------ */
 
 /* The fitted figures. */
-enum { P_GEMM, P_ATTN, P_HALF, P_INTRA, P_INTER, N_PARAMS };
-static const char *const param_names[N_PARAMS] = {"gemm_eff", "attn_eff", "gemm_half_dim",
-                                                  "bus_eff_intra", "bus_eff_inter"};
-static const double param_lo[N_PARAMS] = {0.05, 0.05, 0, 0.05, 0.05};
-static const double param_hi[N_PARAMS] = {1, 1, 2048, 1, 1};
+enum { P_GEMM, P_ATTN, P_HALF, P_INTRA, P_INTER, P_MOE, N_PARAMS };
+static const char *const param_names[N_PARAMS] = {"gemm_eff",      "attn_eff",      "gemm_half_dim",
+                                                  "bus_eff_intra", "bus_eff_inter", "moe_layer_us"};
+static const double param_lo[N_PARAMS] = {0.05, 0.05, 0, 0.05, 0.05, 0};
+static const double param_hi[N_PARAMS] = {1, 1, 2048, 1, 1, 20000};
 
 static void set_params(ps_hardware *hw, const double *p)
 {
@@ -471,6 +476,7 @@ static void set_params(ps_hardware *hw, const double *p)
     hw->gemm_half_dim = p[P_HALF];
     hw->bus_eff_intra = p[P_INTRA];
     hw->bus_eff_inter = p[P_INTER];
+    hw->moe_layer_us = p[P_MOE];
 }
 
 static void get_params(const ps_hardware *hw, double *p)
@@ -480,6 +486,7 @@ static void get_params(const ps_hardware *hw, double *p)
     p[P_HALF] = hw->gemm_half_dim;
     p[P_INTRA] = hw->bus_eff_intra;
     p[P_INTER] = hw->bus_eff_inter;
+    p[P_MOE] = hw->moe_layer_us;
 }
 
 static ps_estimate *est;
@@ -558,7 +565,7 @@ static double fit(const selection *s, double *p)
                 memcpy(p, q, sizeof q);
             }
         }
-    double step[N_PARAMS] = {0.04, 0.08, 128, 0.1, 0.1};
+    double step[N_PARAMS] = {0.04, 0.08, 128, 0.1, 0.1, 1000};
     for (int pass = 0; pass < 16; pass++) {
         int moved = 0;
         for (int k = 0; k < N_PARAMS; k++)
@@ -578,7 +585,7 @@ static double fit(const selection *s, double *p)
             int small = 1;
             for (int k = 0; k < N_PARAMS; k++) {
                 step[k] /= 2;
-                small &= step[k] < (k == P_HALF ? 8 : 0.01);
+                small &= step[k] < (k == P_HALF ? 8 : k == P_MOE ? 50 : 0.01);
             }
             if (small)
                 break;
@@ -761,8 +768,9 @@ static int calibrate(const char *path, int do_fit)
             double e_train = fit(&train, p);
             double e_test = mape(&test, p);
             printf("  %-8s held out %-24s fit on the rest: %5.1f%%, held out: %5.1f%%  "
-                   "(gemm %.3f attn %.3f half %.0f intra %.3f inter %.3f)\n",
-                   gpu_map[h].gpu, name, 100 * e_train, 100 * e_test, p[0], p[1], p[2], p[3], p[4]);
+                   "(gemm %.3f attn %.3f half %.0f intra %.3f inter %.3f moe %.0f us)\n",
+                   gpu_map[h].gpu, name, 100 * e_train, 100 * e_test, p[0], p[1], p[2], p[3], p[4],
+                   p[5]);
             for (int i = 0; i < n; i++)
                 if (selected(&test, &rows[i]))
                     cv_pred[i] = rows[i].pred;

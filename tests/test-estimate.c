@@ -68,9 +68,12 @@ static ps_estimate *run_ok(const ps_transformer *m, const ps_hardware *h, const 
  * By hand. T = b.s = 1024 tokens; GEMMs at 100e12 x 0.5 = 5e13 FLOP/s; U = 2^30 / 5e13 s.
  * Per layer: QKV 2.T.h.3h = 6.2^30, O 2.T.h.h = 2.2^30: attention GEMMs 8U; MLP 2 x 2.T.h.4h =
  * 16U; attention core T.s.a.2d_h = 2^31 FLOPs at 2.5e13 = 4U. F = 8 + 16 + 4 = 28U,
- * I = 24 + 2.4 = 32U, W = 24U. Output layer GEMM 2.T.h.V / 5e13 = out, loss 2.4.T.V /
- * (1000e9 x 0.5) = loss. Stage 0 (layers 0-1, embedding): F 56U, I 64U, W 48U; stage 1
- * (layers 2-3, output): F 56U + out + loss, I 64U + out + loss, W 48U + out.
+ * I = 24 + 2.4 = 32U, W = 24U. Memory-bound kernels per token in F: two LayerNorms
+ * (2h + 2h bytes each), two residual adds (4h + 2h each), GeLU (2f + 2f): 20h + 4f bytes, so
+ * M = T.(20h + 4f) / (1000e9 x 0.5) per layer, in F once and in I twice. Output layer GEMM
+ * 2.T.h.V / 5e13 = out, loss 2.4.T.V / (1000e9 x 0.5) = loss. Stage 0 (layers 0-1,
+ * embedding): F 56U + 2M, I 64U + 4M, W 48U; stage 1 (layers 2-3, output): F 56U + 2M + out +
+ * loss, I 64U + 4M + out + loss, W 48U + out.
  * p2p: T.h.2 = 2 MiB over 100 GB/s + 1 us (tp.cp.dp = 1 < 8: intra-node).
  * 1F1B, p = 2, m = 4: rank 1 is the bottleneck (2c + F0 + B0 <= F1 + B1), so the makespan is
  * F0 + c + 4 (F1 + B1) + c + B0 with B = I + W, ending on rank 0.
@@ -88,8 +91,10 @@ START_TEST(estimate_dense_by_hand)
     ps_estimate *e = run_ok(&m, &h, &t);
     const double U = 1073741824.0 / 5e13, T = 1024, H = 1024, V = 32000;
     const double out = 2 * T * H * V / 5e13, loss = 2 * 4 * T * V / 5e11;
-    const double F0 = 56 * U, I0 = 64 * U, W0 = 48 * U;
-    const double F1 = 56 * U + out + loss, I1 = 64 * U + out + loss, W1 = 48 * U + out;
+    const double M = T * (20 * H + 4 * 4096) / 5e11;
+    const double F0 = 56 * U + 2 * M, I0 = 64 * U + 4 * M, W0 = 48 * U;
+    const double F1 = 56 * U + 2 * M + out + loss, I1 = 64 * U + 4 * M + out + loss,
+                 W1 = 48 * U + out;
     const double c = 2.0 * 1024 * 1024 / 100e9 + 1e-6;
     const ps_problem *pb = ps_estimate_problem(e);
     ck_assert_ptr_nonnull(pb);
@@ -361,6 +366,60 @@ START_TEST(estimate_moe_through_planner)
 }
 END_TEST
 
+/* Collectives by hand on the toy hardware (intra 100 GB/s, inter 10 GB/s per device, 8 per
+ * node, 1 us / 5 us per step): a group within a node runs at 100 GB/s; spread over nodes with
+ * g members on each, its g rings share the nodes' g NICs: min(100, 10 g) GB/s. */
+START_TEST(estimate_collective_spread)
+{
+    ps_hardware h = small_hw();
+    ps__setup u;
+    memset(&u, 0, sizeof u);
+    u.hw = &h, u.gpn = 8;
+    const double B = 1e9, ar16 = 2.0 * 15 / 16 * B; /* all-reduce of 16 ranks: bytes on the wire */
+    near(ps__coll_s(&u, PS__ALL_REDUCE, 8, B, 8), 2.0 * 7 / 8 * B / 100e9 + 2 * 7 * 1e-6);
+    near(ps__coll_s(&u, PS__ALL_REDUCE, 16, B, 8), ar16 / 80e9 + 2 * 15 * 5e-6);
+    near(ps__coll_s(&u, PS__ALL_REDUCE, 16, B, 2), ar16 / 20e9 + 2 * 15 * 5e-6);
+    near(ps__coll_s(&u, PS__ALL_REDUCE, 16, B, 1), ar16 / 10e9 + 2 * 15 * 5e-6);
+    near(ps__coll_s(&u, PS__REDUCE_SCATTER, 64, B, 4), 63.0 / 64 * B / 40e9 + 63 * 5e-6);
+    near(ps__coll_s(&u, PS__P2P, 2, B, 1), B / 10e9 + 5e-6);
+    near(ps__coll_s(&u, PS__P2P, 2, B, 2), B / 100e9 + 1e-6);
+    h.inter_gbps = 50; /* 8 NICs of 50 outrun the 100 GB/s link: the link bounds */
+    near(ps__coll_s(&u, PS__ALL_REDUCE, 16, B, 8), ar16 / 100e9 + 2 * 15 * 5e-6);
+    /* Megatron's order: consecutive ranks share a node. tp 2 of 8 per node: a dp group of 16
+     * has 4 on each node; tp 8: 1; tp 16: 1; a group of 2 ranks 2 apart: both on one node. */
+    near(ps__per_node(&u, 16, 2), 4);
+    near(ps__per_node(&u, 16, 8), 1);
+    near(ps__per_node(&u, 16, 16), 1);
+    near(ps__per_node(&u, 2, 2), 2);
+    near(ps__per_node(&u, 16, 1), 8);
+}
+END_TEST
+
+/* moe_layer_us adds its fixed time once to a MoE layer's forward MLP and once to its input
+ * gradient, and nothing to a dense layer or to the weight gradient. */
+START_TEST(estimate_moe_fixed_time)
+{
+    ps_transformer m = small_model();
+    m.layers = 4, m.experts = 8, m.top_k = 2, m.moe_ffn = 512, m.first_dense = 1;
+    m.gated_mlp = 1, m.rms_norm = 1;
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.gpus = 4, t.pp = 2, t.ep = 2, t.gbs = 8;
+    ps_estimate *e = run_ok(&m, &h, &t);
+    ps_moe_model a, b;
+    ck_assert_int_eq(ps_problem_get_moe(ps_estimate_problem(e), &a), 0);
+    h.moe_layer_us = 250;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    ck_assert_int_eq(ps_problem_get_moe(ps_estimate_problem(e), &b), 0);
+    for (int k = 0; k < PS_OP_LAYER_COUNT; k++) {
+        double want = k == PS_OP_MLP || k == PS_OP_MLP_DX ? 250e-6 : 0.0;
+        near(b.moe.t[k] - a.moe.t[k] + 1.0, 1.0 + want);
+        near(b.dense.t[k], a.dense.t[k]);
+    }
+    ps_estimate_free(e);
+}
+END_TEST
+
 /* Every allocation of a first run and of a repeated run can fail: PS_ENOMEM, nothing leaks. */
 START_TEST(estimate_alloc_failure)
 {
@@ -404,6 +463,8 @@ int main(void)
     suite_add_tcase(su, tc);
     tc = tcase_create("moe");
     tcase_add_test(tc, estimate_moe_through_planner);
+    tcase_add_test(tc, estimate_moe_fixed_time);
+    tcase_add_test(tc, estimate_collective_spread);
     suite_add_tcase(su, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, estimate_config_errors);

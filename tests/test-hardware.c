@@ -500,7 +500,7 @@ START_TEST(hardware_doc_keys_load)
         char err[PS__ERRLEN] = "";
         ck_assert_msg(load(json, &hw, err, sizeof err) == 0, "%s: %s", key, err);
     }
-    ck_assert_uint_eq(rows, 2 + 16); /* base, name and the struct's 16 figures */
+    ck_assert_uint_eq(rows, 2 + 17); /* base, name and the struct's 17 figures */
     free(t.s);
 }
 END_TEST

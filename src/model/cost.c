@@ -23,20 +23,31 @@ double ps__gemm_s(const ps__setup *u, double M, double K, double N)
     return 2.0 * M * K * N / (u->peak_gemm * ps__gemm_eff(u->hw, d));
 }
 
-double ps__coll_s(const ps__setup *u, int kind, double n, double bytes, int inter)
+double ps__coll_s(const ps__setup *u, int kind, double n, double bytes, double g)
 {
     const ps_hardware *hw = u->hw;
-    double bw = inter ? hw->inter_gbps * hw->bus_eff_inter : hw->intra_gbps * hw->bus_eff_intra;
-    double lat = (inter ? hw->lat_inter_us : hw->lat_intra_us) * 1e-6;
-    bw *= 1e9;
+    double intra = hw->intra_gbps * hw->bus_eff_intra * 1e9;
+    double inter = hw->inter_gbps * hw->bus_eff_inter * 1e9;
+    int across = g < n;
+    double lat = (across ? hw->lat_inter_us : hw->lat_intra_us) * 1e-6;
     if (kind == PS__P2P)
-        return bytes / bw + lat;
+        return bytes / (across ? inter : intra) + lat;
     if (n <= 1)
         return 0.0;
+    /* A group spread over nodes with g members on each: NCCL runs one ring per member (one
+     * NIC each), so every node's g NICs carry the inter-node share together, and no device
+     * sends faster than its intra-node link: bus bandwidth min(intra, g.inter). */
+    double bw = across ? (g * inter < intra ? g * inter : intra) : intra;
     double steps = n - 1, frac = (n - 1) / n;
     if (kind == PS__ALL_REDUCE)
         return 2.0 * frac * bytes / bw + 2.0 * steps * lat;
     return frac * bytes / bw + steps * lat;
+}
+
+double ps__per_node(const ps__setup *u, double n, double stride)
+{
+    double g = stride < u->gpn ? (double)u->gpn / stride : 1.0;
+    return g < n ? (g < 1.0 ? 1.0 : g) : n;
 }
 
 /* Head dimensions: qk (score) and v (value) dims of a head, and whether the model uses MLA. */
@@ -101,18 +112,33 @@ void ps__layer_times(const ps__setup *u, int moe, ps__layer_s *o)
         o->expert = E / u->ep * mlp_s(u, rows, fe, u->etp);
         o->shared = fs > 0 ? mlp_s(u, T, fs, t) : 0.0;
     }
+    /* Memory-bound kernels, bf16 bytes per token read and written in F: a norm (h in, h out)
+     * and a residual add (2h in, h out) in each half, on T/ts tokens; the MLP's activation
+     * (gated: 2f in, f out; else f in, f out) on f/t columns; a MoE layer's permutation and
+     * unpermutation of its k copies (h in, h out each, twice) and its routed and shared
+     * experts' activations. The backward moves about twice these bytes. */
+    double hbm = u->hw->hbm_gbps * 1e9 * u->hw->mem_eff, actb = m->gated_mlp ? 6.0 : 4.0;
+    double half = (2.0 * 2.0 * h + 2.0 * 3.0 * h) / u->ts, mlp_b;
+    if (!moe) {
+        mlp_b = half + actb * m->ffn / t;
+    } else {
+        double k = m->top_k, fe = m->moe_ffn > 0 ? m->moe_ffn : m->ffn;
+        double fs = (m->shared_ffn > 0 ? m->shared_ffn : fe) * m->shared_experts;
+        mlp_b = half + 8.0 * k * h / u->ts + actb * k * fe / t + actb * fs / t;
+    }
+    o->mem_attn = T * half / hbm;
+    o->mem_mlp = T * mlp_b / hbm;
+    o->fixed = moe ? u->hw->moe_layer_us * 1e-6 : 0.0;
     /* TP with SP: an all-gather and a reduce-scatter of the T.h activations around attention
      * and around the MLP (without SP: one all-reduce each, the same volume). */
-    int tp_inter = u->tp > u->gpn;
     double act = T * h * 2.0;
-    o->tp_attn = o->tp_mlp = 2.0 * ps__coll_s(u, PS__ALL_GATHER, t, act, tp_inter);
+    o->tp_attn = o->tp_mlp = 2.0 * ps__coll_s(u, PS__ALL_GATHER, t, act, ps__per_node(u, t, 1));
     /* CP: cp-1 ring steps, each passing this rank's K and V chunk; the backward passes K, V
      * and their gradients: twice the bytes against twice the attention work. */
     o->cp_f = o->cp_b = o->cp_total = 0.0;
     if (u->cp > 1) {
         double kv = mla ? T * at * (qk + v) * 2.0 : T * u->kv_dev * 2.0 * u->dh * 2.0;
-        int inter = u->tp * u->cp > u->gpn;
-        double ring = (u->cp - 1) * ps__coll_s(u, PS__P2P, 2, kv, inter);
+        double ring = (u->cp - 1) * ps__coll_s(u, PS__P2P, 2, kv, u->tp * u->cp > u->gpn ? 1 : 2);
         o->cp_total = ring;
         o->cp_f = ring > o->attn_core ? ring - o->attn_core : 0.0;
         o->cp_b = 2.0 * ring > 2.0 * o->attn_core ? 2.0 * (ring - o->attn_core) : 0.0;
@@ -126,7 +152,7 @@ void ps__output_times(const ps__setup *u, double *f, double *i, double *w, doubl
     double gemm = ps__gemm_s(u, T, h, Vt);
     double logits = 4.0 * T * Vt; /* fp32 */
     double loss = 2.0 * logits / (hw->hbm_gbps * 1e9 * hw->mem_eff);
-    *tp = ps__coll_s(u, PS__ALL_GATHER, u->tp, T * h * 2.0, u->tp > u->gpn);
+    *tp = ps__coll_s(u, PS__ALL_GATHER, u->tp, T * h * 2.0, ps__per_node(u, u->tp, 1));
     *f = gemm + loss + *tp;
     *i = gemm + loss + *tp;
     *w = gemm;

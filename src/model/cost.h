@@ -33,7 +33,12 @@ enum { PS__ALL_REDUCE, PS__REDUCE_SCATTER, PS__ALL_GATHER, PS__P2P };
 
 /* Seconds of one collective among n ranks of S bytes (model.md section 3) on the intra-node
  * (inter = 0) or inter-node link. 0 when n <= 1 (but a p2p always costs). */
-double ps__coll_s(const ps__setup *u, int kind, double n, double bytes, int inter);
+/* Seconds of a collective of `kind` over n ranks, `bytes` per rank, g of them on each node
+ * (g >= n: within one node; a P2P passes n = 2 and g = 1 across nodes, 2 within). */
+double ps__coll_s(const ps__setup *u, int kind, double n, double bytes, double g);
+/* Members on one node of a group of n ranks that are `stride` ranks apart (Megatron's order
+ * places consecutive ranks on one node). */
+double ps__per_node(const ps__setup *u, double n, double stride);
 /* Seconds of a GEMM of 2.M.K.N FLOPs at the precision's peak times the shape efficiency. */
 double ps__gemm_s(const ps__setup *u, double M, double K, double N);
 /* gemm_eff . d / (d + gemm_half_dim) (flat when gemm_half_dim is 0). */
@@ -48,6 +53,9 @@ typedef struct ps__layer_s {
     double router;          /* MoE router GEMM */
     double expert;          /* top_k routed experts */
     double shared;          /* shared experts */
+    double mem_attn;        /* memory-bound kernels of the attention half in F (norm, residual) */
+    double mem_mlp;         /* ... of the MLP half in F (norm, residual, activation, permutes) */
+    double fixed;           /* fixed time of the layer's F and of its I (MoE routing) */
     double tp_attn, tp_mlp; /* TP collectives around attention / the MLP, one direction */
     double cp_f, cp_b;      /* exposed CP ring exchange in F and in I */
     double cp_total;        /* the CP ring exchange of F (its total, hidden or not) */

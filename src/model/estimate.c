@@ -310,7 +310,8 @@ static void derive(const ps__setup *u, derived *d)
     ps__layer_times(u, 0, &d->dense);
     ps__layer_times(u, 1, &d->moe);
     ps__output_times(u, &d->out_f, &d->out_i, &d->out_w, &d->out_tp);
-    d->emb_tp = ps__coll_s(u, PS__REDUCE_SCATTER, u->tp, u->T * u->m->hidden * 2.0, u->tp > u->gpn);
+    d->emb_tp = ps__coll_s(u, PS__REDUCE_SCATTER, u->tp, u->T * u->m->hidden * 2.0,
+                           ps__per_node(u, u->tp, 1));
     ps__layer_act_bytes(u, 0, 0, &d->act_dense, &d->wg_dense);
     ps__layer_act_bytes(u, 1, 0, &d->act_moe, &d->wg_moe);
     double w0;
@@ -323,7 +324,15 @@ static void derive(const ps__setup *u, derived *d)
 static double layer_f(const ps__layer_s *l)
 {
     return l->attn_gemm + l->attn_core + l->mlp_gemm + l->router + l->expert + l->shared +
-           l->tp_attn + l->tp_mlp + l->cp_f;
+           l->mem_attn + l->mem_mlp + l->fixed + l->tp_attn + l->tp_mlp + l->cp_f;
+}
+
+/* Layer input-gradient time without recompute: the GEMMs again, the attention core twice,
+ * the memory-bound kernels twice, the fixed part, the communication. */
+static double layer_i(const ps__layer_s *l)
+{
+    return l->attn_gemm + l->mlp_gemm + l->router + l->expert + l->shared + 2.0 * l->attn_core +
+           2.0 * (l->mem_attn + l->mem_mlp) + l->fixed + l->tp_attn + l->tp_mlp + l->cp_b;
 }
 
 /* Fills every virtual stage's F/I/W (dense path: everything; MoE path: the extras), its TP and
@@ -347,10 +356,9 @@ static void stage_costs(ps_estimate *e, const ps__setup *u, const derived *d, in
             double tp = L->tp_attn + L->tp_mlp;
             tpf += tp, tpi += tp, cpf += L->cp_f, cpi += L->cp_b;
             if (!moe_mode) {
-                double gemm = L->attn_gemm + L->mlp_gemm;
                 f += layer_f(L);
-                i += gemm + 2.0 * L->attn_core + tp + L->cp_b;
-                w += gemm;
+                i += layer_i(L);
+                w += L->attn_gemm + L->mlp_gemm;
                 if (sel)
                     i += L->attn_core;
                 if (k < rec) {
@@ -431,13 +439,13 @@ static int moe_model(ps_estimate *e, const ps__setup *u, const derived *d, ps_mo
         const ps__layer_s *L = moe ? &d->moe : &d->dense;
         double *t = moe ? mm->moe.t : mm->dense.t;
         double agemm = L->attn_gemm + L->router;
-        t[PS_OP_ATTN] = agemm + L->attn_core + L->tp_attn + L->cp_f;
-        t[PS_OP_ATTN_DX] = agemm + 2.0 * L->attn_core + L->tp_attn + L->cp_b +
+        t[PS_OP_ATTN] = agemm + L->attn_core + L->mem_attn + L->tp_attn + L->cp_f;
+        t[PS_OP_ATTN_DX] = agemm + 2.0 * L->attn_core + 2.0 * L->mem_attn + L->tp_attn + L->cp_b +
                            (sel ? L->attn_core : 0.0) + (full ? layer_f(L) : 0.0);
         t[PS_OP_ATTN_DW] = agemm;
         double mlp = moe ? L->expert : L->mlp_gemm;
-        t[PS_OP_MLP] = mlp + L->tp_mlp;
-        t[PS_OP_MLP_DX] = mlp + L->tp_mlp;
+        t[PS_OP_MLP] = mlp + L->mem_mlp + L->fixed + L->tp_mlp;
+        t[PS_OP_MLP_DX] = mlp + 2.0 * L->mem_mlp + L->fixed + L->tp_mlp;
         t[PS_OP_MLP_DW] = mlp;
         t[PS_OP_SHARED] = t[PS_OP_SHARED_DX] = t[PS_OP_SHARED_DW] = moe ? L->shared : 0.0;
     }
@@ -605,13 +613,14 @@ static void rank_figures(ps_estimate *e, const ps__setup *u, int32_t r, rank_fig
     rank_params(e, u, r, &o->pd, &o->pe);
     const ps_train *tr = u->tr;
     double d = (double)u->dp * u->cp, edp = (double)u->dp * u->cp * u->tp / (u->ep * u->etp);
-    int inter = (long long)u->tp * u->cp * u->dp > u->gpn;
+    /* The dense gradients' group (dp.cp) has its ranks tp apart, the experts' (edp) ep.etp. */
+    double gd = ps__per_node(u, d, u->tp), ge = ps__per_node(u, edp, (double)u->ep * u->etp);
     int dist = tr->distributed_optimizer;
     int red = dist ? PS__REDUCE_SCATTER : PS__ALL_REDUCE;
     double grads =
-        ps__coll_s(u, red, d, 4.0 * o->pd, inter) + ps__coll_s(u, red, edp, 4.0 * o->pe, inter);
-    double gather = dist ? ps__coll_s(u, PS__ALL_GATHER, d, 2.0 * o->pd, inter) +
-                               ps__coll_s(u, PS__ALL_GATHER, edp, 2.0 * o->pe, inter)
+        ps__coll_s(u, red, d, 4.0 * o->pd, gd) + ps__coll_s(u, red, edp, 4.0 * o->pe, ge);
+    double gather = dist ? ps__coll_s(u, PS__ALL_GATHER, d, 2.0 * o->pd, gd) +
+                               ps__coll_s(u, PS__ALL_GATHER, edp, 2.0 * o->pe, ge)
                          : 0.0;
     if (tr->overlap_grad_reduce) {
         double window = o->end - t0, last = nst > 0 ? grads / nst : grads;
@@ -709,8 +718,7 @@ typedef struct auto_ctx {
 static double layer_work(const ps__layer_s *L, const ps_train *tr)
 {
     double gemm = L->attn_gemm + L->mlp_gemm + L->router + L->expert + L->shared;
-    double f = layer_f(L), tp = L->tp_attn + L->tp_mlp;
-    double i = gemm + 2.0 * L->attn_core + tp + L->cp_b;
+    double f = layer_f(L), i = layer_i(L);
     if (tr->recompute == PS_RECOMPUTE_SELECTIVE)
         i += L->attn_core;
     if (tr->recompute == PS_RECOMPUTE_FULL)
@@ -801,8 +809,9 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
     /* PP: one activation of b.s/cp tokens (sharded by t with SP) per boundary; inter-node
      * when the ranks of one stage (tp.cp.dp) fill a node, pp varying slowest. */
     double act = u.T * m.hidden * 2.0 / u.ts;
-    double c =
-        u.pp > 1 ? ps__coll_s(&u, PS__P2P, 2, act, (long long)u.tp * u.cp * u.dp >= u.gpn) : 0.0;
+    double c = u.pp > 1
+                   ? ps__coll_s(&u, PS__P2P, 2, act, (long long)u.tp * u.cp * u.dp >= u.gpn ? 1 : 2)
+                   : 0.0;
     if (t.layout && strcmp(t.layout, "auto") == 0) {
         if ((rc = run_auto(e, &u, &d, name, c)))
             return rc;

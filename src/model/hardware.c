@@ -37,7 +37,7 @@
  */
 #define GENERIC_EFFICIENCY                                                                         \
     .gemm_eff = 0.75, .gemm_half_dim = 128, .attn_eff = 0.5, .mem_eff = 0.8, .bus_eff_intra = 0.8, \
-    .bus_eff_inter = 0.8, .overhead_gib = 3
+    .bus_eff_inter = 0.8, .overhead_gib = 3, .moe_layer_us = 0
 
 static const ps_hardware generic = {.name = "custom", GENERIC_EFFICIENCY};
 
@@ -47,9 +47,9 @@ static const ps_hardware generic = {.name = "custom", GENERIC_EFFICIENCY};
  * effective figures: where the model lacks a term (memory-bound kernels, FSDP, MoE dispatch
  * overheads) the fit absorbs it, so attn_eff and gemm_half_dim are far from what a kernel
  * benchmark would show. mem_eff and overhead_gib stay generic (not fitted). */
-#define CALIBRATED(gemm, attn, half, intra, inter)                                                 \
+#define CALIBRATED(gemm, attn, half, intra, inter, moe)                                            \
     .gemm_eff = gemm, .gemm_half_dim = half, .attn_eff = attn, .mem_eff = 0.8,                     \
-    .bus_eff_intra = intra, .bus_eff_inter = inter, .overhead_gib = 3
+    .bus_eff_intra = intra, .bus_eff_inter = inter, .overhead_gib = 3, .moe_layer_us = moe
 
 /* ---- the presets ------------------------------------------------------------------------------
  *
@@ -70,7 +70,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 25,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.805, 0.07, 16, 0.4375, 1)},
+     CALIBRATED(0.805, 0.07, 16, 0.4375, 1, 0)},
     {.name = "h100-sxm",
      .peak_tflops_bf16 = 989,
      .peak_tflops_fp8 = 1979,
@@ -81,7 +81,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.78, 0.185, 168, 0.6437, 1)},
+     CALIBRATED(0.78, 0.185, 168, 0.6437, 1, 0)},
     /* H100 with NVLink cut to 400 GB/s both ways (export version). */
     {.name = "h800",
      .peak_tflops_bf16 = 989,
@@ -116,7 +116,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.82, 0.2, 1408, 0.15, 0.6)},
+     CALIBRATED(0.82, 0.2, 1408, 0.15, 0.6, 0)},
     /* GB200 NVL72: the rack figures divided by its 72 GPUs; the "node" is the NVLink domain. */
     {.name = "gb200",
      .peak_tflops_bf16 = 2500,
@@ -128,7 +128,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.74, 0.2, 2048, 0.3, 1)},
+     CALIBRATED(0.74, 0.2, 2048, 0.3, 1, 0)},
     /* Atlas 800T A2: 8 NPUs joined by HCCS, one 200 Gb/s RoCE port each. FP16 peak, no FP8. */
     {.name = "ascend-910b",
      .peak_tflops_bf16 = 320,
@@ -200,6 +200,9 @@ static const hw_key keys[] = {
      .doc = "achieved fraction of `inter_gbps` of a large collective"},
     {F64(overhead_gib), .kind = KEY_EFFICIENCY, .lo = 0, .hi = HW_MAX,
      .doc = "framework memory per device (context, allocator), GiB; below `hbm_gib`"},
+    {F64(moe_layer_us), .kind = KEY_EFFICIENCY, .lo = 0, .hi = 1e6,
+     .doc = "fixed time of a MoE layer's forward and of its backward, µs (routing's host "
+            "synchronisation, dispatch launches)"},
 };
 
 #define N_KEYS (sizeof keys / sizeof keys[0])
