@@ -125,6 +125,7 @@ enum {
     C_PREC,
     C_DISTOPT,
     C_STEP,
+    C_NOTES,
     N_COLS
 };
 
@@ -154,7 +155,8 @@ static const char *const col_names[N_COLS] = {"source_id",
                                               "mbs",
                                               "precision",
                                               "distributed_optimizer",
-                                              "measured_step_time_s"};
+                                              "measured_step_time_s",
+                                              "notes"};
 
 /* The hardware with presets; B300 and GB300 have none. */
 static const struct {
@@ -362,9 +364,16 @@ static void map_row(const record *r, const int *col, int line, row *w)
     }
     if (map_model(r, col, vtrain, w))
         return;
-    /* Megatron-Bridge's MoE recipes set expert tensor parallelism to 1. */
-    if (w->m.experts > 0)
+    /* Megatron-Bridge's MoE recipes set expert tensor parallelism to 1; release 25.09 tags
+     * each MoE row "tokendrop" or "dropless" (the later ones are dropless, their footnote). */
+    if (w->m.experts > 0) {
         t->etp = 1;
+        t->moe_token_drop = strstr(r->field[col[C_NOTES]], "model tag 'tokendrop'") != NULL;
+        if (t->moe_token_drop) {
+            size_t at = strlen(w->setup);
+            snprintf(w->setup + at, sizeof w->setup - at, " drop");
+        }
+    }
     uneven_split(w);
     w->hw = hw;
 }
@@ -708,6 +717,49 @@ static void print_skipped(const row *rows, int n)
                    rows[i].gpu, rows[i].prec[0] ? rows[i].prec : "", rows[i].skip);
 }
 
+/* Rows with identical inputs whose measurements disagree: no model of those inputs can be
+ * closer to both than (M - m)/(M + m) (predicting 2mM/(m + M)), nor have a lower mean error
+ * over them than at the best of their measured values (a weighted median). The data's own
+ * floor under the max and the mean error. */
+static void print_floor(const row *rows, int n)
+{
+    double worst = 0;
+    int shown = 0;
+    for (int j = 0; j < n; j++) {
+        if (rows[j].hw < 0 || rows[j].same >= 0)
+            continue;
+        double lo = rows[j].measured, hi = lo;
+        int k = 1;
+        for (int i = j + 1; i < n; i++)
+            if (rows[i].same == j && rows[i].hw >= 0) {
+                lo = fmin(lo, rows[i].measured), hi = fmax(hi, rows[i].measured);
+                k++;
+            }
+        if (k < 2 || hi < 1.1 * lo)
+            continue;
+        double mean = INFINITY;
+        for (int a = j; a < n; a++) {
+            if (a != j && rows[a].same != j)
+                continue;
+            double x = rows[a].measured, sum = 0;
+            for (int i = j; i < n; i++)
+                if ((i == j || rows[i].same == j) && rows[i].hw >= 0)
+                    sum += fabs(x - rows[i].measured) / rows[i].measured;
+            mean = fmin(mean, sum / k);
+        }
+        if (!shown++)
+            printf("\nrows with identical inputs measured more than 10%% apart (the data's "
+                   "floor):\n");
+        printf("  line %-4d %-20.20s %-8s %-46s %d rows %.2f-%.2f s: max error >= %.1f%%, "
+               "mean >= %.1f%%\n",
+               rows[j].line, rows[j].model, rows[j].gpu, rows[j].setup, k, lo, hi,
+               100 * (hi - lo) / (hi + lo), 100 * mean);
+        worst = fmax(worst, (hi - lo) / (hi + lo));
+    }
+    if (shown)
+        printf("  no prediction of these inputs can have a max error below %.1f%%\n", 100 * worst);
+}
+
 static int calibrate(const char *path, int do_fit)
 {
     row *rows = NULL;
@@ -725,6 +777,7 @@ static int calibrate(const char *path, int do_fit)
     printf("== 1. uncalibrated (the generic efficiency figures of every preset) ==\n");
     print_rows(rows, n);
     print_skipped(rows, n);
+    print_floor(rows, n);
     printf("\naccuracy, generic figures:\n");
     summary(rows, n);
     if (!do_fit) {

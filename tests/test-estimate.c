@@ -396,7 +396,8 @@ START_TEST(estimate_collective_spread)
 END_TEST
 
 /* moe_layer_us adds its fixed time once to a MoE layer's forward MLP and once to its input
- * gradient, and nothing to a dense layer or to the weight gradient. */
+ * gradient, and nothing to a dense layer or to the weight gradient; with token drop (the
+ * routing's sizes known in advance) nothing at all. */
 START_TEST(estimate_moe_fixed_time)
 {
     ps_transformer m = small_model();
@@ -416,6 +417,11 @@ START_TEST(estimate_moe_fixed_time)
         near(b.moe.t[k] - a.moe.t[k] + 1.0, 1.0 + want);
         near(b.dense.t[k], a.dense.t[k]);
     }
+    t.moe_token_drop = 1;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    ck_assert_int_eq(ps_problem_get_moe(ps_estimate_problem(e), &b), 0);
+    for (int k = 0; k < PS_OP_LAYER_COUNT; k++)
+        near(b.moe.t[k], a.moe.t[k]);
     ps_estimate_free(e);
 }
 END_TEST

@@ -163,6 +163,10 @@ typedef struct ps_train {
     int32_t overlap_param_gather;  /* 1: parameter all-gather overlaps the forwards */
     char schedule[32];             /* family or alias; "" = interleaved if vpp > 1, else 1f1b */
     int32_t a2a;                   /* ps_a2a for the MoE layers */
+    int32_t moe_token_drop;        /* 1: MoE layers with a token capacity (token drop and
+                                      padding, the routing's sizes known in advance): no host
+                                      synchronisation, moe_layer_us not spent; 0: dropless
+                                      (Megatron's default) */
     /* Megatron pipeline layout string, borrowed; NULL = the even split; "auto" = the split of
      * the decoder layers that minimises the simulated step time (embedding on the first, output
      * layer, loss and MTP layers on the last virtual stage, empty stages allowed; never worse

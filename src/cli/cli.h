@@ -36,7 +36,7 @@ typedef struct cli_opts {
     long long gpus, gpus_per_node, tp, cp, ep, etp, gbs, mbs, seq, recompute_layers;
     long long first_layers, last_layers;
     int precision, recompute; /* a ps_precision, a ps_recompute */
-    int distributed_optimizer, no_overlap;
+    int distributed_optimizer, no_overlap, moe_token_drop;
 } cli_opts;
 
 typedef enum { CLI_FLAG, CLI_INT, CLI_STRING, CLI_DECIMAL, CLI_CHOICE } cli_arg_type;

@@ -146,6 +146,8 @@ static void fill_train(const cli_opts *o, ps_train *t)
         t->recompute_layers = (int32_t)o->recompute_layers;
     if (o->distributed_optimizer)
         t->distributed_optimizer = 1;
+    if (o->moe_token_drop)
+        t->moe_token_drop = 1;
     if (o->no_overlap)
         t->overlap_grad_reduce = t->overlap_param_gather = 0;
     if (o->schedule)

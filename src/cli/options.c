@@ -275,6 +275,12 @@ const cli_option cli_options[] = {
      FLAG(distributed_optimizer),
      .commands = EST,
      .help = "shard the optimizer state over data parallelism"},
+    {.name = "moe-token-drop",
+     FLAG(moe_token_drop),
+     .commands = EST,
+     .help = "MoE layers with a token capacity (drop and pad): no host\n"
+             "synchronisation on the routing (the hardware's moe_layer_us\n"
+             "is not spent); default dropless"},
     {.name = "no-overlap",
      FLAG(no_overlap),
      .commands = EST,

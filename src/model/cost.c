@@ -128,7 +128,7 @@ void ps__layer_times(const ps__setup *u, int moe, ps__layer_s *o)
     }
     o->mem_attn = T * half / hbm;
     o->mem_mlp = T * mlp_b / hbm;
-    o->fixed = moe ? u->hw->moe_layer_us * 1e-6 : 0.0;
+    o->fixed = moe && !u->tr->moe_token_drop ? u->hw->moe_layer_us * 1e-6 : 0.0;
     /* TP with SP: an all-gather and a reduce-scatter of the T.h activations around attention
      * and around the MLP (without SP: one all-reduce each, the same volume). */
     double act = T * h * 2.0;

@@ -142,6 +142,8 @@ static const train_key train_keys[] = {
     {AT(schedule), .type = T_NAME,
      .doc = "schedule family or alias; \"\" = interleaved if vpp > 1, else 1f1b"},
     {CHOICE(a2a, a2as), .doc = "all-to-all of the MoE layers"},
+    {BOOL(moe_token_drop),
+     .doc = "MoE with a token capacity (drop and pad): no routing host synchronisation"},
     {AT(layout), .type = T_LAYOUT,
      .doc = "Megatron pipeline layout (docs/layout.md); null = even split"},
     {INT(first_stage_layers, 0, 1 << 20), .doc = "decoder layers of the first stage; 0 = even"},
