@@ -1,12 +1,14 @@
 /*
  * Exporters: the PyTorch CSV loads back identically (compute_only and compute_comms, every
- * family), the JSON and Chrome trace parse and carry the simulated times, the tables have one
- * row per rank, and a failing writer stops the export with PS_EIO.
+ * family), the JSON and Chrome trace parse and carry the simulated times (the trace in the
+ * caller's unit, with the caller's events), the tables have one row per rank, and a failing
+ * writer stops the export with PS_EIO.
  * SPDX-License-Identifier: MIT
  */
 #include "common.h"
 
 #include <cJSON.h>
+#include <math.h>
 #include <stdio.h>
 
 typedef struct buf {
@@ -232,6 +234,106 @@ START_TEST(export_trace_and_metrics)
 }
 END_TEST
 
+/* ps_export_trace: the caller's unit scales every ts and dur, the caller's events follow the
+ * schedule's (escaped, on their rank and track), no options is ps_export's trace, and a bad
+ * option is refused before anything is written. */
+START_TEST(export_trace_units_and_events)
+{
+    ps_problem *pb = make_problem("1f1b", 2, 1, 3, 1, 2, 1, 0.25);
+    ps_schedule *s = gen(pb);
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    buf ms = {0}, same = {0}, sec = {0};
+    ck_assert_int_eq(ps_export(s, sim, PS_FORMAT_TRACE, buf_write, &ms), 0);
+    ck_assert_int_eq(ps_export_trace(s, sim, NULL, buf_write, &same), 0);
+    ck_assert_str_eq(same.data, ms.data);
+    ps_trace_event extra[2] = {{"tail \"x\"\n", NULL, 1, 1, 10, 0.5},
+                               {"opt", "optimizer", 0, 0, 9.5, 2}};
+    ps_trace_options opt = {1e6, extra, 2};
+    ck_assert_int_eq(ps_export_trace(s, sim, &opt, buf_write, &sec), 0);
+    cJSON *a = cJSON_Parse(ms.data), *b = cJSON_Parse(sec.data);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    cJSON *ea = cJSON_GetObjectItem(a, "traceEvents"), *eb = cJSON_GetObjectItem(b, "traceEvents");
+    ck_assert_int_eq(cJSON_GetArraySize(eb), cJSON_GetArraySize(ea) + 2);
+    /* Event by event: the same names and tracks, times x 1000 (1e6 us per unit instead of
+     * 1e3), then the two extra events. */
+    cJSON *x = ea->child, *y = eb->child;
+    for (; x; x = x->next, y = y->next) {
+        ck_assert_str_eq(cJSON_GetObjectItem(x, "name")->valuestring,
+                         cJSON_GetObjectItem(y, "name")->valuestring);
+        if (strcmp(cJSON_GetObjectItem(x, "ph")->valuestring, "X"))
+            continue;
+        ck_assert_int_eq(cJSON_GetObjectItem(x, "tid")->valueint,
+                         cJSON_GetObjectItem(y, "tid")->valueint);
+        ck_assert_double_eq_tol(cJSON_GetObjectItem(y, "ts")->valuedouble,
+                                1000 * cJSON_GetObjectItem(x, "ts")->valuedouble, 1e-6);
+        ck_assert_double_eq_tol(cJSON_GetObjectItem(y, "dur")->valuedouble,
+                                1000 * cJSON_GetObjectItem(x, "dur")->valuedouble, 1e-6);
+    }
+    const char *want_name[2] = {"tail \"x\"\n", "opt"}, *want_cat[2] = {"host", "optimizer"};
+    const int want_pid[2] = {1, 0}, want_tid[2] = {1, 0};
+    const double want_ts[2] = {10e6, 9.5e6}, want_dur[2] = {0.5e6, 2e6};
+    for (int k = 0; k < 2; k++, y = y->next) {
+        ck_assert_ptr_nonnull(y);
+        ck_assert_str_eq(cJSON_GetObjectItem(y, "name")->valuestring, want_name[k]);
+        ck_assert_str_eq(cJSON_GetObjectItem(y, "cat")->valuestring, want_cat[k]);
+        ck_assert_str_eq(cJSON_GetObjectItem(y, "ph")->valuestring, "X");
+        ck_assert_int_eq(cJSON_GetObjectItem(y, "pid")->valueint, want_pid[k]);
+        ck_assert_int_eq(cJSON_GetObjectItem(y, "tid")->valueint, want_tid[k]);
+        ck_assert_double_eq(cJSON_GetObjectItem(y, "ts")->valuedouble, want_ts[k]);
+        ck_assert_double_eq(cJSON_GetObjectItem(y, "dur")->valuedouble, want_dur[k]);
+    }
+    ck_assert_ptr_null(y);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    /* Refused, nothing written. */
+    buf none = {0};
+    ps_trace_event bad = extra[0];
+    ps_trace_options o = {1e6, &bad, 1};
+    bad.rank = 2; /* pp = 2 */
+    ck_assert_int_eq(ps_export_trace(s, sim, &o, buf_write, &none), PS_EINVAL);
+    bad = extra[0], bad.rank = -1;
+    ck_assert_int_eq(ps_export_trace(s, sim, &o, buf_write, &none), PS_EINVAL);
+    bad = extra[0], bad.track = 2;
+    ck_assert_int_eq(ps_export_trace(s, sim, &o, buf_write, &none), PS_EINVAL);
+    bad = extra[0], bad.name = NULL;
+    ck_assert_int_eq(ps_export_trace(s, sim, &o, buf_write, &none), PS_EINVAL);
+    bad = extra[0], bad.start = -1;
+    ck_assert_int_eq(ps_export_trace(s, sim, &o, buf_write, &none), PS_EINVAL);
+    bad = extra[0], bad.dur = NAN;
+    ck_assert_int_eq(ps_export_trace(s, sim, &o, buf_write, &none), PS_EINVAL);
+    bad = extra[0];
+    o.us_per_unit = -1;
+    ck_assert_int_eq(ps_export_trace(s, sim, &o, buf_write, &none), PS_EINVAL);
+    o.us_per_unit = INFINITY;
+    ck_assert_int_eq(ps_export_trace(s, sim, &o, buf_write, &none), PS_EINVAL);
+    o.us_per_unit = 0, o.events = NULL; /* 0: the default unit; but 1 event and no array */
+    ck_assert_int_eq(ps_export_trace(s, sim, &o, buf_write, &none), PS_EINVAL);
+    ck_assert_int_eq(ps_export_trace(s, NULL, NULL, buf_write, &none), PS_EINVAL);
+    ck_assert_int_eq(ps_export_trace(s, sim, NULL, NULL, &none), PS_EINVAL);
+    ck_assert_uint_eq(none.len, 0);
+    /* us_per_unit 0 is the default: ps_export's trace again. */
+    o.nevents = 0;
+    buf zero = {0};
+    ck_assert_int_eq(ps_export_trace(s, sim, &o, buf_write, &zero), 0);
+    ck_assert_str_eq(zero.data, ms.data);
+    /* A failing writer. */
+    buf fails = {0};
+    fails.fail_after = 1;
+    ck_assert_int_eq(ps_export_trace(s, sim, &opt, buf_write, &fails), PS_EIO);
+    free(ms.data);
+    free(same.data);
+    free(sec.data);
+    free(zero.data);
+    free(fails.data);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
 static int count_lines(const char *s)
 {
     int n = 0;
@@ -368,6 +470,7 @@ int main(void)
     tc = tcase_create("formats");
     tcase_add_test(tc, export_json_carries_times);
     tcase_add_test(tc, export_trace_and_metrics);
+    tcase_add_test(tc, export_trace_units_and_events);
     tcase_add_test(tc, export_tables);
     tcase_add_test(tc, export_write_failure);
     tcase_add_test(tc, export_timed_grid);

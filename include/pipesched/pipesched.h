@@ -573,6 +573,43 @@ typedef enum ps_format {
 PS_EXTERN int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_fn write,
                         void *ud);
 
+/* The trace's microseconds per time unit that ps_export's PS_FORMAT_TRACE writes: 1 cost unit
+ * = 1 ms. */
+#define PS_TRACE_US_PER_UNIT 1000.0
+
+/* An event the host adds to a trace (ps_export_trace), in the simulation's time unit. */
+typedef struct ps_trace_event {
+    const char *name;  /* the event's name (any text, escaped) */
+    const char *cat;   /* its category, what Perfetto filters on; NULL: "host" */
+    int32_t rank;      /* the process: a pipeline rank of the schedule */
+    int32_t track;     /* the rank's track: 0 compute, 1 communication */
+    double start, dur; /* finite, >= 0 */
+} ps_trace_event;
+
+typedef struct ps_trace_options {
+    /* Trace microseconds per time unit of the simulation: PS_TRACE_US_PER_UNIT (also what 0
+     * means) when the costs are abstract units, 1e6 when they are seconds. */
+    double us_per_unit;
+    const ps_trace_event *events; /* written after the schedule's; NULL when nevents is 0 */
+    size_t nevents;
+} ps_trace_options;
+
+/*
+ * Writes the Chrome/Perfetto trace of s as simulated by sim: what ps_export writes for
+ * PS_FORMAT_TRACE (a process "rank r" per pipeline rank, a "compute" track with every action
+ * under its PyTorch name, "1F3" for stage 1's forward of micro-batch 3, and its kind as the
+ * category; a "communication" track with the pipeline transfers that leave the rank when the
+ * problem has a transfer cost c; with a MoE model, the planned operations on two more tracks),
+ * with the time unit and the extra events of opt (NULL: exactly ps_export's trace). Chrome's
+ * ts and dur are microseconds: a time t of the simulation is written as t * us_per_unit.
+ * Returns 0; PS_EINVAL (s, sim or write NULL, us_per_unit negative or not finite, an event
+ * with a NULL name, a rank outside the schedule, a track other than 0 or 1, a negative or
+ * non-finite time); PS_ESTATE (sim holds no timeline of s); PS_ENOMEM; PS_EIO. Nothing is
+ * written when an argument is refused.
+ */
+PS_EXTERN int ps_export_trace(const ps_schedule *s, const ps_sim *sim, const ps_trace_options *opt,
+                              ps_write_fn write, void *ud);
+
 #ifdef __cplusplus
 }
 #endif

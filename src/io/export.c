@@ -1,8 +1,8 @@
 /*
  * Exporters: text table (by step or by time), schedule JSON, PyTorch CSV (compute_only and
- * compute_comms), Chrome trace and metrics JSON. Output is streamed through the caller's
- * write callback in 64 KiB pieces, so even a schedule of millions of actions needs no large
- * buffer and nothing is cut.
+ * compute_comms), Chrome trace (in the caller's time unit, with the caller's extra events) and
+ * metrics JSON. Output is streamed through the caller's write callback in 64 KiB pieces, so even
+ * a schedule of millions of actions needs no large buffer and nothing is cut.
  * SPDX-License-Identifier: MIT
  */
 #include "internal.h"
@@ -395,35 +395,41 @@ static const char *category(const ps_action *a)
     }
 }
 
-/* Cost units are written as milliseconds (trace timestamps are microseconds). */
-#define TRACE_SCALE 1000.0
+/* The events of one trace: us converts the simulation's time unit into the trace's
+ * microseconds. */
+typedef struct trace {
+    out *o;
+    int first; /* no event written yet */
+    double us;
+} trace;
 
-static void trace_event(out *o, int *first, const char *name, const char *cat, int32_t pid, int tid,
+static void trace_event(trace *t, const char *name, const char *cat, int32_t pid, int tid,
                         double ts, double dur)
 {
-    puts_(o, *first ? "\n" : ",\n");
-    *first = 0;
+    out *o = t->o;
+    puts_(o, t->first ? "\n" : ",\n");
+    t->first = 0;
     puts_(o, "{\"name\":");
     put_json_str(o, name);
-    putf(o, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", cat, pid, tid);
-    put_num(o, ts * TRACE_SCALE);
+    puts_(o, ",\"cat\":");
+    put_json_str(o, cat);
+    putf(o, ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", pid, tid);
+    put_num(o, ts * t->us);
     puts_(o, ",\"dur\":");
-    put_num(o, dur * TRACE_SCALE);
+    put_num(o, dur * t->us);
     puts_(o, "}");
 }
 
-static void export_trace(out *o, const ps_schedule *s, const ps_sim *sim, double c)
+/* The process and thread names: "rank r" with its compute and communication tracks, and the
+ * planned streams of a MoE model. */
+static void trace_names(trace *t, const ps_schedule *s, int moe)
 {
-    int first = 1;
-    char name[128];
-    ps_comm_metrics cm;
-    int moe = ps_sim_comm(sim, &cm) == 0; /* planned with a MoE model */
-    puts_(o, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+    out *o = t->o;
     for (int32_t r = 0; r < s->pp; r++) {
         putf(o,
              "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":"
              "\"rank %d\"}},",
-             first ? "" : ",", r, r);
+             t->first ? "" : ",", r, r);
         putf(o,
              "\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{"
              "\"name\":\"compute\"}},",
@@ -439,46 +445,81 @@ static void export_trace(out *o, const ps_schedule *s, const ps_sim *sim, double
                  "\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":3,\"args\":{"
                  "\"name\":\"all-to-all stream (planned)\"}}",
                  r, r);
-        first = 0;
+        t->first = 0;
     }
+}
+
+/* Action a of rank r: its box, a MoE model's planned operations, the transfers it sends. */
+static void trace_action(trace *t, const ps_schedule *s, const ps_sim *sim, int32_t r,
+                         const ps_action *a, double start, double end, double c)
+{
+    char name[128];
+    ps__action_str(a, name, sizeof name);
+    trace_event(t, name, category(a), r, 0, start, end - start);
+    size_t nops;
+    int32_t l0[2];
+    const ps_plan_op *ops = ps__sim_moe_ops(sim, a, &nops, l0);
+    for (size_t k = 0; k < nops; k++) {
+        /* "F attn L3 (mb 5)": the part, the operation, its layer, the micro-batch */
+        const ps_plan_op *x = &ops[k];
+        int fwd = x->part == 0;
+        snprintf(name, sizeof name, "%s %s L%d (mb %d)", fwd ? "F" : "B", ps_op_name(x->op),
+                 (int)(x->layer + l0[x->part]), (int)(fwd || a->kind != PS_FB ? a->mb : a->bmb));
+        trace_event(t, name, x->stream ? "moe_comm" : "moe_compute", r, 2 + x->stream,
+                    start + x->start, x->end - x->start);
+    }
+    if (c <= 0)
+        return;
+    /* Transfers that leave this rank, on its communication track. */
+    int dir[2];
+    int32_t stage[2], mb[2];
+    for (int k = 0, n = ps__action_outputs(a, dir, stage, mb); k < n; k++) {
+        int32_t peer = ps__path_peer(s, dir[k], stage[k], mb[k]);
+        if (peer < 0 || s->stage_rank[peer] == r)
+            continue;
+        snprintf(name, sizeof name, "%d%s%d -> rank %d", stage[k],
+                 dir[k] == 0 ? "SEND_F" : "SEND_B", mb[k], s->stage_rank[peer]);
+        trace_event(t, name, "communication", r, 1, end, c);
+    }
+}
+
+static void export_trace(out *o, const ps_schedule *s, const ps_sim *sim, double c,
+                         const ps_trace_options *opt)
+{
+    ps_comm_metrics cm;
+    trace t = {o, 1, opt->us_per_unit > 0 ? opt->us_per_unit : PS_TRACE_US_PER_UNIT};
+    puts_(o, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+    trace_names(&t, s, ps_sim_comm(sim, &cm) == 0); /* planned with a MoE model */
     for (int32_t r = 0; r < s->pp; r++) {
         const double *st = ps_sim_starts(sim, r), *en = ps_sim_ends(sim, r);
-        for (int64_t i = 0; i < s->len[r]; i++) {
-            const ps_action *a = &s->acts[s->off[r] + i];
-            ps__action_str(a, name, sizeof name);
-            trace_event(o, &first, name, category(a), r, 0, st[i], en[i] - st[i]);
-            size_t nops;
-            int32_t l0[2];
-            const ps_plan_op *ops = ps__sim_moe_ops(sim, a, &nops, l0);
-            for (size_t k = 0; k < nops; k++) {
-                /* "F attn L3 (mb 5)": the part, the operation, its layer, the micro-batch */
-                const ps_plan_op *x = &ops[k];
-                int fwd = x->part == 0;
-                snprintf(name, sizeof name, "%s %s L%d (mb %d)", fwd ? "F" : "B", ps_op_name(x->op),
-                         (int)(x->layer + l0[x->part]),
-                         (int)(fwd || a->kind != PS_FB ? a->mb : a->bmb));
-                trace_event(o, &first, name, x->stream ? "moe_comm" : "moe_compute", r,
-                            2 + x->stream, st[i] + x->start, x->end - x->start);
-            }
-            if (c <= 0)
-                continue;
-            /* Transfers that leave this rank, on its communication track. */
-            int dir[2];
-            int32_t stage[2], mb[2];
-            for (int k = 0, n = ps__action_outputs(a, dir, stage, mb); k < n; k++) {
-                int32_t peer = ps__path_peer(s, dir[k], stage[k], mb[k]);
-                if (peer < 0 || s->stage_rank[peer] == r)
-                    continue;
-                snprintf(name, sizeof name, "%d%s%d -> rank %d", stage[k],
-                         dir[k] == 0 ? "SEND_F" : "SEND_B", mb[k], s->stage_rank[peer]);
-                trace_event(o, &first, name, "communication", r, 1, en[i], c);
-            }
-        }
+        for (int64_t i = 0; i < s->len[r]; i++)
+            trace_action(&t, s, sim, r, &s->acts[s->off[r] + i], st[i], en[i], c);
+    }
+    for (size_t k = 0; k < opt->nevents; k++) {
+        const ps_trace_event *x = &opt->events[k];
+        trace_event(&t, x->name, x->cat ? x->cat : "host", x->rank, x->track, x->start, x->dur);
     }
     puts_(o, "\n]}\n");
 }
 
-int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_fn write, void *ud)
+/* The host's part of a trace: a known unit, events on the schedule's ranks and tracks. */
+static int check_trace_options(const ps_schedule *s, const ps_trace_options *opt)
+{
+    if (!(opt->us_per_unit >= 0 && isfinite(opt->us_per_unit)) || (opt->nevents && !opt->events))
+        return PS_EINVAL;
+    for (size_t k = 0; k < opt->nevents; k++) {
+        const ps_trace_event *x = &opt->events[k];
+        if (!x->name || x->rank < 0 || x->rank >= s->pp || x->track < 0 || x->track > 1 ||
+            !(x->start >= 0 && isfinite(x->start)) || !(x->dur >= 0 && isfinite(x->dur)))
+            return PS_EINVAL;
+    }
+    return 0;
+}
+
+/* Both entry points: the arguments checked, the output streamed, PS_EIO when a write failed.
+ * opt is the trace's (the other formats ignore it). */
+static int export_run(const ps_schedule *s, const ps_sim *sim, ps_format fmt,
+                      const ps_trace_options *opt, ps_write_fn write, void *ud)
 {
     if (!s || !write || s->pp <= 0 || !s->acts)
         return PS_EINVAL;
@@ -489,6 +530,9 @@ int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_f
         return PS_ESTATE; /* no timeline, a stale one, or one of another schedule */
     if (fmt == PS_FORMAT_CSV_COMMS && !s->lowered)
         return PS_EINVAL;
+    int rc = fmt == PS_FORMAT_TRACE ? check_trace_options(s, opt) : 0;
+    if (rc)
+        return rc;
     out *o = ps__alloc(&s->al, 1, sizeof *o);
     if (!o)
         return PS_ENOMEM;
@@ -496,7 +540,6 @@ int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_f
     o->ud = ud;
     o->failed = 0;
     o->n = 0;
-    int rc = 0;
     switch (fmt) {
     case PS_FORMAT_TABLE:
         export_table(o, s);
@@ -514,7 +557,7 @@ int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_f
         export_csv(o, s, s->lacts, s->loff, s->llen);
         break;
     case PS_FORMAT_TRACE:
-        export_trace(o, s, sim, ps__sim_cost(sim, PS_COST_C));
+        export_trace(o, s, sim, ps__sim_cost(sim, PS_COST_C), opt);
         break;
     case PS_FORMAT_METRICS:
         export_metrics(o, s, sim);
@@ -527,4 +570,17 @@ int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_f
         rc = PS_EIO;
     ps__free(&s->al, o, 1, sizeof *o);
     return rc;
+}
+
+int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_fn write, void *ud)
+{
+    static const ps_trace_options cost_units = {PS_TRACE_US_PER_UNIT, NULL, 0};
+    return export_run(s, sim, fmt, &cost_units, write, ud);
+}
+
+int ps_export_trace(const ps_schedule *s, const ps_sim *sim, const ps_trace_options *opt,
+                    ps_write_fn write, void *ud)
+{
+    static const ps_trace_options cost_units = {PS_TRACE_US_PER_UNIT, NULL, 0};
+    return export_run(s, sim, PS_FORMAT_TRACE, opt ? opt : &cost_units, write, ud);
 }
