@@ -1,9 +1,9 @@
 /*
  * The Graphviz exporter: the SVG is parsed back and its structure compared with the schedule
  * and the simulated timeline (boxes per lane, x and width against start and duration through
- * the axis labels, idle gaps, legend, title figures from the closed forms), the overlap
- * diagram against a hand-made plan, the dependency graph's critical path against the makespan;
- * bad requests, allocation failures and a failing writer; determinism.
+ * the axis labels, idle gaps, legend, title figures from the closed forms, a time unit), the
+ * overlap diagram against a hand-made plan, the dependency graph's critical path against the
+ * makespan; bad requests, allocation failures and a failing writer; determinism.
  * SPDX-License-Identifier: MIT
  */
 #include "common.h"
@@ -376,6 +376,80 @@ START_TEST(viz_timeline_structure)
     free(g.it);
     free(b.data);
     ps_viz_free(v);
+    release(&f);
+}
+END_TEST
+
+/*
+ * A timeline in seconds (time_unit "s"): the same boxes on the same axis, the makespan and the
+ * bubble with their unit, "time (s)" right of the last tick, the legend's axis line; 1F1B with
+ * f = b = w = 0.25 s on 4 ranks and 8 micro-batches is the cost-unit timeline of f = b = w = 1
+ * (makespan 33, bubble 9) times 0.25. Without a unit nothing of it appears; a unit that is not
+ * NUL-terminated or holds a backslash or a control character is refused.
+ */
+START_TEST(viz_timeline_time_unit)
+{
+    fixture f;
+    f.pb = make_problem("1f1b", 4, 1, 8, 0.25, 0.25, 0.25, 0);
+    ck_assert_int_eq(ps_schedule_new(&f.s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(f.s, f.pb), 0);
+    ck_assert_int_eq(ps_sim_new(&f.sim, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(f.sim, f.s, f.pb), 0);
+    ps_viz_config cfg;
+    ps_viz_config_init(&cfg);
+    ck_assert_str_eq(cfg.time_unit, "");
+    strcpy(cfg.time_unit, "s");
+    ps_viz *v;
+    ck_assert_int_eq(ps_viz_new(&v, &cfg, NULL), 0);
+    buf b = draw_timeline(v, &f);
+    svg g = parse(b.data);
+    assert_timeline(&f, &g);
+    ck_assert_msg(strstr(b.data, "makespan 8.25 s &#160;&#160;bubble 2.25 s &#160;"), "%s",
+                  "no makespan and bubble in seconds");
+    const item *unit = find(&g, "axis.unit");
+    ck_assert_ptr_nonnull(unit);
+    ck_assert_str_eq(unit->text, "time (s)");
+    double last_tick = -INFINITY;
+    for (size_t i = 0; i < g.n; i++)
+        if (!strncmp(g.it[i].title, "tick", 4))
+            last_tick = fmax(last_tick, g.it[i].x1);
+    ck_assert(unit->x0 > last_tick);
+    const item *legend = find(&g, "legend.axis");
+    ck_assert_ptr_nonnull(legend);
+    ck_assert_str_eq(legend->text, "x: time (s); box label: micro-batch");
+    free(g.it);
+    free(b.data);
+    ps_viz_free(v);
+    /* Cost units, the default. */
+    v = new_viz();
+    b = draw_timeline(v, &f);
+    g = parse(b.data);
+    ck_assert_ptr_null(find(&g, "axis.unit"));
+    ck_assert_str_eq(find(&g, "legend.axis")->text,
+                     "x: time in cost units; box label: micro-batch");
+    ck_assert_ptr_nonnull(strstr(b.data, "makespan 8.25 &#160;&#160;bubble 2.25 &#160;"));
+    free(g.it);
+    free(b.data);
+    ps_viz_free(v);
+    /* A unit with HTML's special characters is escaped in the title and the axis. */
+    strcpy(cfg.time_unit, "<u&>");
+    ck_assert_int_eq(ps_viz_new(&v, &cfg, NULL), 0);
+    b = draw_timeline(v, &f);
+    ck_assert_ptr_null(strstr(b.data, "<u&>"));
+    g = parse(b.data);
+    ck_assert_str_eq(find(&g, "axis.unit")->text, "time (<u&>)");
+    free(g.it);
+    free(b.data);
+    ps_viz_free(v);
+    /* Refused units. */
+    ps_viz *w = NULL;
+    memset(cfg.time_unit, 'a', sizeof cfg.time_unit);
+    ck_assert_int_eq(ps_viz_new(&w, &cfg, NULL), PS_ERANGE);
+    strcpy(cfg.time_unit, "m\\s");
+    ck_assert_int_eq(ps_viz_new(&w, &cfg, NULL), PS_ERANGE);
+    strcpy(cfg.time_unit, "s\n");
+    ck_assert_int_eq(ps_viz_new(&w, &cfg, NULL), PS_ERANGE);
+    ck_assert_ptr_null(w);
     release(&f);
 }
 END_TEST
@@ -824,6 +898,7 @@ int main(void)
     Suite *su = suite_create("viz");
     TCase *tc = tcase_create("timeline");
     tcase_add_loop_test(tc, viz_timeline_structure, 0, (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_test(tc, viz_timeline_time_unit);
     tcase_add_test(tc, viz_timeline_chunks);
     tcase_add_test(tc, viz_timeline_fused);
     tcase_add_test(tc, viz_timeline_16x64);

@@ -23,7 +23,8 @@ typedef struct timeline {
     int32_t *chunk;    /* chunk of each stage on its rank */
     int nst;           /* stages */
     double makespan, cut, eps, scale, lane_h, box_h;
-    long long boxes; /* lane boxes drawn */
+    const char *unit; /* the configuration's time unit, "" for cost units */
+    long long boxes;  /* lane boxes drawn */
 } timeline;
 
 /* Boxes of lane r up to time t: actions (two for a fused pair) and idle gaps. */
@@ -173,8 +174,12 @@ static int draw_legend(timeline *tl, double y)
         ps__viz_kind_colour(PS_F, ps__viz_chunk_light(c, tl->nv), fill);
         rc = ps__canvas_legend(&tl->cv, k, fill, NULL, NULL, text, y);
     }
-    if (!rc && !ps__canvas_text(&tl->cv, "legend.axis", "legend", tl->cv.legend_x, y,
-                                "x: time in cost units; box label: micro-batch", 9, 'l'))
+    char axis[64];
+    if (*tl->unit)
+        snprintf(axis, sizeof axis, "x: time (%s); box label: micro-batch", tl->unit);
+    else
+        snprintf(axis, sizeof axis, "x: time in cost units; box label: micro-batch");
+    if (!rc && !ps__canvas_text(&tl->cv, "legend.axis", "legend", tl->cv.legend_x, y, axis, 9, 'l'))
         rc = PS_ENOMEM;
     return rc;
 }
@@ -187,6 +192,13 @@ static int draw_frame(timeline *tl, int grid)
         return PS_ENOMEM;
     if (grid)
         return 0;
+    if (*tl->unit) { /* right of the last tick's label */
+        char text[32];
+        snprintf(text, sizeof text, "time (%s)", tl->unit);
+        if (!ps__canvas_text(&tl->cv, "axis.unit", "tick", tl->cut * tl->scale + 24, bottom - 9,
+                             text, 9, 'l'))
+            return PS_ENOMEM;
+    }
     for (int r = 0; r < tl->lanes; r++) {
         char name[32], text[32];
         snprintf(name, sizeof name, "lane%d", r);
@@ -196,6 +208,15 @@ static int draw_frame(timeline *tl, int grid)
             return PS_ENOMEM;
     }
     return draw_legend(tl, bottom - 30);
+}
+
+/* " unit" after a time in the title (HTML), nothing for cost units. */
+static void put_unit(ps__vbuf *b, const timeline *tl)
+{
+    if (!*tl->unit)
+        return;
+    ps__vbuf_printf(b, " ");
+    ps__vbuf_html(b, tl->unit);
 }
 
 /* The graph label: schedule, sizes, metrics and, when cut, what was left out. */
@@ -229,18 +250,22 @@ static int title(timeline *tl, const ps_metrics *met, long long full)
                       ps_schedule_param_copies(tl->s));
     snprintf(sizes + k, sizeof sizes - (size_t)k, ")");
     ps__vbuf_title(&b, ps_schedule_family(tl->s), sizes);
-    ps__vbuf_printf(&b,
-                    "<TR><TD ALIGN=\"LEFT\">makespan %s   bubble %s   bubble "
-                    "ratio %.4f (%.1f%%)   peak activations %lld (rank %d)</TD></TR>",
-                    mk, bub, met->bubble_ratio, 100 * met->bubble_ratio, (long long)peak,
-                    peak_rank);
+    ps__vbuf_printf(&b, "<TR><TD ALIGN=\"LEFT\">makespan %s", mk);
+    put_unit(&b, tl);
+    ps__vbuf_printf(&b, "   bubble %s", bub);
+    put_unit(&b, tl);
+    ps__vbuf_printf(&b, "   bubble ratio %.4f (%.1f%%)   peak activations %lld (rank %d)</TD></TR>",
+                    met->bubble_ratio, 100 * met->bubble_ratio, (long long)peak, peak_rank);
     if (tl->lanes < tl->pp || tl->cut < tl->makespan) {
         ps__viz_num(tl->cut, cut, sizeof cut);
         ps__vbuf_printf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT COLOR=\"#b00000\">cut to stay small:");
         if (tl->lanes < tl->pp)
             ps__vbuf_printf(&b, " ranks 0-%d of %d;", tl->lanes - 1, tl->pp);
-        if (tl->cut < tl->makespan)
-            ps__vbuf_printf(&b, " time 0-%s of %s;", cut, mk);
+        if (tl->cut < tl->makespan) {
+            ps__vbuf_printf(&b, " time 0-%s of %s", cut, mk);
+            put_unit(&b, tl);
+            ps__vbuf_printf(&b, ";");
+        }
         ps__vbuf_printf(&b, " %lld of %lld boxes drawn</FONT></TD></TR>", tl->boxes, full);
     }
     ps__vbuf_printf(&b, "</TABLE>");
@@ -323,6 +348,7 @@ int ps_viz_timeline_svg(ps_viz *v, const ps_schedule *s, const ps_sim *sim, ps_w
     tl.v = v;
     tl.s = s;
     tl.sim = sim;
+    tl.unit = v->cfg.time_unit;
     tl.pp = ps_schedule_pp(s);
     tl.lanes = tl.pp < v->cfg.max_lanes ? tl.pp : v->cfg.max_lanes;
     tl.makespan = met.makespan > 0 ? met.makespan : 1;

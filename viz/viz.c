@@ -166,6 +166,17 @@ void ps_viz_config_init(ps_viz_config *cfg)
     cfg->max_dag_actions = 400;
 }
 
+/* A time unit is NUL-terminated within its array and printable ASCII without the backslash,
+ * which Graphviz reads as an escape in a label. */
+static int unit_ok(const char *unit, size_t cap)
+{
+    size_t n = 0;
+    for (; n < cap && unit[n]; n++)
+        if (unit[n] < 0x20 || unit[n] > 0x7e || unit[n] == '\\')
+            return 0;
+    return n < cap;
+}
+
 int ps_viz_new(ps_viz **out, const ps_viz_config *cfg, const ps_allocator *alloc)
 {
     if (!out)
@@ -177,7 +188,8 @@ int ps_viz_new(ps_viz **out, const ps_viz_config *cfg, const ps_allocator *alloc
         c = *cfg;
     if (c.max_boxes < 1 || c.max_boxes > PS_VIZ_MAX_BOXES || c.max_lanes < 1 ||
         c.max_lanes > PS_VIZ_MAX_LANES || !(c.max_width >= 200 && c.max_width <= 1e6) ||
-        c.max_dag_actions < 1 || c.max_dag_actions > PS_VIZ_MAX_DAG_ACTIONS)
+        c.max_dag_actions < 1 || c.max_dag_actions > PS_VIZ_MAX_DAG_ACTIONS ||
+        !unit_ok(c.time_unit, sizeof c.time_unit))
         return PS_ERANGE;
     ps_allocator al = {default_alloc, NULL};
     if (alloc && alloc->fn)

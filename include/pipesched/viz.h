@@ -50,6 +50,11 @@ typedef struct ps_viz_config {
     double max_width;
     /* DAG: schedules with more compute actions are refused with PS_ERANGE (default 400). */
     int max_dag_actions;
+    /* Timeline: the unit of the simulated times, written after the makespan, the bubble and
+     * the axis ("s" for a simulation in seconds, as ps_estimate_sim's); "" (the default):
+     * abstract cost units, written without a unit. Printable ASCII without a backslash,
+     * NUL-terminated within the array. */
+    char time_unit[16];
 } ps_viz_config;
 
 /* Fills *cfg with the defaults above. */
@@ -70,13 +75,15 @@ PS_EXTERN const char *ps_viz_last_error(const ps_viz *v);
  * timeline): one lane per rank, a box per compute action at [start, end) labelled with its
  * micro-batch, coloured by kind (fused pairs as two halves, the forward above), lighter shades
  * for the later chunks of a rank, idle gaps in grey, a legend and a title with the schedule,
- * pp/vpp/m, makespan, bubble, bubble ratio and peak activations.
+ * pp/vpp/m, makespan, bubble, bubble ratio and peak activations. With a time_unit in the
+ * configuration, the makespan and the bubble carry it and the axis ends with "time (unit)".
  *
  * SVG structure, for programs that read it: each drawn item is a <g class="node ..."> whose
  * <title> names it: "r{rank}.{index}" an action (index into ps_schedule_rank_actions; classes
  * "act", the kind "F"/"I"/"W"/"B", "c{chunk}"), "r{rank}.{index}f" / "r{rank}.{index}b" the
  * halves of a fused pair (class "act FB ..."), "r{rank}.gap{k}" an idle gap (class "idle"),
- * "lane{rank}" a lane label, "tick{k}" an axis label, "legend..." the legend (class "legend").
+ * "lane{rank}" a lane label, "tick{k}" an axis label, "axis.unit" the axis's unit (with a
+ * time_unit), "legend..." the legend (class "legend").
  *
  * Returns 0; PS_EINVAL (NULL arguments, an empty schedule, a timeline of another pp);
  * PS_ESTATE (sim holds no timeline of s); PS_ENOMEM; PS_ESYS (Graphviz failed, with its
