@@ -1,13 +1,15 @@
 /*
  * The performance model: a small dense model worked by hand (durations, p2p cost, step time,
  * memory), the closed forms of the memory model, a MoE model through the planner, every
- * schedule family, the configuration errors, invariants, and allocation failure.
+ * schedule family, the trace of a step in seconds, the configuration errors, invariants, and
+ * allocation failure.
  * SPDX-License-Identifier: MIT
  */
 #include "common.h"
 
 #include "model/cost.h" /* the closed forms, checked directly */
 
+#include <cJSON.h>
 #include <math.h>
 #include <pipesched/model.h>
 
@@ -426,6 +428,271 @@ START_TEST(estimate_moe_fixed_time)
 }
 END_TEST
 
+/* ---- the trace of a step (ps_estimate_write_trace) ------------------------------------------ */
+
+typedef struct tbuf {
+    char *data;
+    size_t len, cap;
+    int fail; /* the writer fails */
+} tbuf;
+
+static int tbuf_write(void *ud, const char *data, size_t len)
+{
+    tbuf *b = ud;
+    if (b->fail)
+        return -1;
+    if (b->len + len + 1 > b->cap) {
+        b->cap = (b->len + len + 1) * 2;
+        b->data = realloc(b->data, b->cap);
+        ck_assert_ptr_nonnull(b->data);
+    }
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = 0;
+    return 0;
+}
+
+/* The trace of e's step, parsed: it must be JSON (cJSON) with a traceEvents array. */
+static cJSON *trace_of(const ps_estimate *e)
+{
+    tbuf b = {0};
+    ck_assert_int_eq(ps_estimate_write_trace(e, tbuf_write, &b), 0);
+    cJSON *root = cJSON_ParseWithLength(b.data, b.len);
+    ck_assert_msg(root != NULL, "the trace is not JSON near: %.60s", cJSON_GetErrorPtr());
+    ck_assert(cJSON_IsArray(cJSON_GetObjectItem(root, "traceEvents")));
+    free(b.data);
+    return root;
+}
+
+static double num(const cJSON *ev, const char *key)
+{
+    const cJSON *x = cJSON_GetObjectItem(ev, key);
+    ck_assert_msg(cJSON_IsNumber(x), "event without a numeric %s", key);
+    return x->valuedouble;
+}
+
+static const char *str(const cJSON *ev, const char *key)
+{
+    const cJSON *x = cJSON_GetObjectItem(ev, key);
+    ck_assert_msg(cJSON_IsString(x), "event without %s", key);
+    return x->valuestring;
+}
+
+/* The n-th complete event ("X") of rank pid on track tid in category cat (NULL: any), or
+ * NULL. */
+static const cJSON *event(const cJSON *root, int pid, int tid, const char *cat, int n)
+{
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(root, "traceEvents"))
+    {
+        if (strcmp(str(ev, "ph"), "X") || (int)num(ev, "pid") != pid ||
+            (int)num(ev, "tid") != tid || (cat && strcmp(str(ev, "cat"), cat)))
+            continue;
+        if (n-- == 0)
+            return ev;
+    }
+    return NULL;
+}
+
+/*
+ * The trace against e's own figures: every rank is a process "rank r"; every action of its
+ * list is on its compute track, in list order, named as the schedule names it, with ts and dur
+ * the simulated start and duration in microseconds (the same doubles: the trace writes numbers
+ * that read back exactly); after the rank's last action its exposed DP time (when any), then
+ * its optimizer step; the latest of them ends at the step time, and that rank's tail is the
+ * result's exposed DP and optimizer times.
+ */
+static void check_trace(const ps_estimate *e, const cJSON *root)
+{
+    const ps_schedule *s = ps_estimate_schedule(e);
+    const ps_sim *sim = ps_estimate_sim(e);
+    ps_estimate_result r;
+    ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+    int pp = ps_schedule_pp(s), ranks = 0, crit = -1;
+    double last = -1, crit_dp = 0, crit_opt = 0;
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(root, "traceEvents"))
+    {
+        if (!strcmp(str(ev, "ph"), "M") && !strcmp(str(ev, "name"), "process_name")) {
+            char want[32];
+            snprintf(want, sizeof want, "rank %d", (int)num(ev, "pid"));
+            ck_assert_str_eq(str(cJSON_GetObjectItem(ev, "args"), "name"), want);
+            ranks++;
+        }
+    }
+    ck_assert_int_eq(ranks, pp);
+    for (int rk = 0; rk < pp; rk++) {
+        const ps_action *a = ps_schedule_rank_actions(s, rk);
+        const double *st = ps_sim_starts(sim, rk), *en = ps_sim_ends(sim, rk);
+        size_t n = ps_schedule_rank_length(s, rk), i = 0;
+        char name[96];
+        for (int k = 0; (ev = event(root, rk, 0, NULL, k)); k++) {
+            if (!strcmp(str(ev, "cat"), "optimizer"))
+                continue;
+            ck_assert_uint_lt(i, n);
+            ps__action_str(&a[i], name, sizeof name);
+            ck_assert_str_eq(str(ev, "name"), name);
+            ck_assert_double_eq(num(ev, "ts"), st[i] * 1e6);
+            ck_assert_double_eq(num(ev, "dur"), (en[i] - st[i]) * 1e6);
+            i++;
+        }
+        ck_assert_uint_eq(i, n);
+        const cJSON *dp = event(root, rk, 1, "data_parallel", 0);
+        const cJSON *opt = event(root, rk, 0, "optimizer", 0);
+        ck_assert_ptr_null(event(root, rk, 1, "data_parallel", 1));
+        ck_assert_ptr_null(event(root, rk, 0, "optimizer", 1));
+        ck_assert_ptr_nonnull(opt);
+        ck_assert_str_eq(str(opt, "name"), "optimizer step");
+        double t = en[n - 1] * 1e6, dp_us = 0;
+        if (dp) {
+            ck_assert_str_eq(str(dp, "name"), "DP communication (exposed)");
+            ck_assert_double_eq(num(dp, "ts"), t);
+            dp_us = num(dp, "dur");
+            ck_assert(dp_us > 0);
+        }
+        near(num(opt, "ts"), t + dp_us);
+        double end = num(opt, "ts") + num(opt, "dur");
+        if (end > last)
+            last = end, crit = rk, crit_dp = dp_us, crit_opt = num(opt, "dur");
+    }
+    ck_assert_int_ge(crit, 0);
+    near(last, r.step_time_s * 1e6);
+    near(crit_opt, r.optimizer_s * 1e6);
+    if (r.exposed_s[PS_COMM_DP] > 0)
+        near(crit_dp, r.exposed_s[PS_COMM_DP] * 1e6);
+    else
+        ck_assert(crit_dp == 0);
+}
+
+/*
+ * The hand-worked model above: its trace checked against the simulation, and a few events by
+ * hand. Rank 0 starts with 0F0 at 0 for F0 = 56U + 2M s; rank 1's first forward starts when that
+ * forward's activation arrives, F0 + c; every pipeline transfer is c = 2 MiB / 100 GB/s + 1 us
+ * = 21.97152 us; dp = 1: no DP event, and rank 0's optimizer step (16 bytes per parameter
+ * over 500 GB/s) starts at end0, where its pipeline ends.
+ */
+START_TEST(estimate_trace_by_hand)
+{
+    ps_transformer m = small_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    ps_estimate *e;
+    ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+    ck_assert_int_eq(ps_estimate_write_trace(e, tbuf_write, &(tbuf){0}), PS_ESTATE);
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    cJSON *root = trace_of(e);
+    check_trace(e, root);
+    const double U = 1073741824.0 / 5e13, T = 1024, H = 1024, V = 32000;
+    const double out = 2 * T * H * V / 5e13, loss = 2 * 4 * T * V / 5e11;
+    const double M = T * (20 * H + 4 * 4096) / 5e11; /* memory-bound kernels, as above */
+    const double F0 = 56 * U + 2 * M, I0 = 64 * U + 4 * M, W0 = 48 * U;
+    const double F1 = 56 * U + 2 * M + out + loss, I1 = 64 * U + 4 * M + out + loss,
+                 W1 = 48 * U + out;
+    const double c = 2.0 * 1024 * 1024 / 100e9 + 1e-6;
+    const cJSON *f = event(root, 0, 0, NULL, 0);
+    ck_assert_str_eq(str(f, "name"), "0F0");
+    ck_assert_str_eq(str(f, "cat"), "forward");
+    ck_assert_double_eq(num(f, "ts"), 0);
+    /* 56U + 2M in us: 56 x 2^30 / 5e7 + 2 x 1024 x 36864 / 5e5 = 1202.59084288 + 150.994944 */
+    near(num(f, "dur"), 56 * 1073741824.0 / 5e7 + 2 * 1024 * 36864 / 5e5);
+    near(num(f, "dur"), 1353.58578688);
+    f = event(root, 1, 0, NULL, 0);
+    ck_assert_str_eq(str(f, "name"), "1F0");
+    near(num(f, "ts"), (F0 + c) * 1e6);
+    near(num(f, "dur"), F1 * 1e6);
+    const cJSON *send = event(root, 0, 1, "communication", 0);
+    ck_assert_str_eq(str(send, "name"), "0SEND_F0 -> rank 1");
+    near(num(send, "ts"), F0 * 1e6);
+    near(num(send, "dur"), 21.97152);
+    ck_assert_ptr_null(event(root, 0, 1, "data_parallel", 0));
+    ck_assert_ptr_null(event(root, 1, 1, "data_parallel", 0));
+    double layer = 12 * H * H + 4 * H, P0 = 2 * layer + V * H;
+    double end0 = F0 + c + 4 * (F1 + I1 + W1) + c + I0 + W0;
+    const cJSON *opt = event(root, 0, 0, "optimizer", 0);
+    near(num(opt, "ts"), end0 * 1e6);
+    near(num(opt, "dur"), 16 * P0 / 5e11 * 1e6);
+    cJSON_Delete(root);
+    /* A writer that fails, and the arguments. */
+    ck_assert_int_eq(ps_estimate_write_trace(e, tbuf_write, &(tbuf){.fail = 1}), PS_EIO);
+    ck_assert_int_eq(ps_estimate_write_trace(NULL, tbuf_write, &(tbuf){0}), PS_EINVAL);
+    ck_assert_int_eq(ps_estimate_write_trace(e, NULL, NULL), PS_EINVAL);
+    ps_estimate_free(e);
+}
+END_TEST
+
+/* Data parallelism (dp = 2, the reduction partly exposed, then without overlap), interleaved,
+ * the automatic layout, a MoE model with its planned tracks: the trace agrees with the run. */
+START_TEST(estimate_trace_tail)
+{
+    ps_transformer m = small_model();
+    m.layers = 8;
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.gpus = 8, t.pp = 4, t.gbs = 16; /* dp 2 */
+    ps_estimate *e = run_ok(&m, &h, &t);
+    cJSON *root = trace_of(e);
+    check_trace(e, root);
+    ps_estimate_result r;
+    ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+    ck_assert(r.exposed_s[PS_COMM_DP] > 0);
+    ck_assert_ptr_nonnull(event(root, 0, 1, "data_parallel", 0));
+    cJSON_Delete(root);
+    t.overlap_grad_reduce = t.overlap_param_gather = 0;
+    t.distributed_optimizer = 0;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    check_trace(e, root = trace_of(e));
+    cJSON_Delete(root);
+    t.vpp = 2;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    check_trace(e, root = trace_of(e));
+    cJSON_Delete(root);
+    t.vpp = 1, t.layout = "auto";
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    check_trace(e, root = trace_of(e));
+    cJSON_Delete(root);
+    ps_estimate_free(e);
+
+    ps_transformer moe = small_model();
+    moe.layers = 8, moe.experts = 8, moe.top_k = 2, moe.moe_ffn = 512, moe.gated_mlp = 1;
+    t = small_train();
+    t.gpus = 8, t.pp = 4, t.ep = 2, t.gbs = 16;
+    strcpy(t.schedule, "adaptive");
+    t.vpp = 2;
+    e = run_ok(&moe, &h, &t);
+    check_trace(e, root = trace_of(e));
+    ck_assert_ptr_nonnull(event(root, 0, 2, "moe_compute", 0));
+    ck_assert_ptr_nonnull(event(root, 0, 3, "moe_comm", 0));
+    cJSON_Delete(root);
+    ps_estimate_free(e);
+}
+END_TEST
+
+/* The trace's allocations fail cleanly. */
+START_TEST(estimate_trace_alloc_failure)
+{
+    ps_transformer m = small_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    for (long k = 1;; k++) {
+        counting_alloc ca = {0};
+        ps_allocator al = counting_allocator(&ca);
+        ps_estimate *e;
+        ck_assert_int_eq(ps_estimate_new(&e, &al), 0);
+        ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+        ca.fail_at = ca.calls + k;
+        tbuf b = {0};
+        int rc = ps_estimate_write_trace(e, tbuf_write, &b);
+        free(b.data);
+        ps_estimate_free(e);
+        ck_assert_int_eq(ca.live, 0);
+        if (rc == 0)
+            break;
+        ck_assert_int_eq(rc, PS_ENOMEM);
+        ck_assert_int_eq(b.len, 0);
+    }
+}
+END_TEST
+
 /* Every allocation of a first run and of a repeated run can fail: PS_ENOMEM, nothing leaks. */
 START_TEST(estimate_alloc_failure)
 {
@@ -471,6 +738,11 @@ int main(void)
     tcase_add_test(tc, estimate_moe_through_planner);
     tcase_add_test(tc, estimate_moe_fixed_time);
     tcase_add_test(tc, estimate_collective_spread);
+    suite_add_tcase(su, tc);
+    tc = tcase_create("trace");
+    tcase_add_test(tc, estimate_trace_by_hand);
+    tcase_add_test(tc, estimate_trace_tail);
+    tcase_add_test(tc, estimate_trace_alloc_failure);
     suite_add_tcase(su, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, estimate_config_errors);

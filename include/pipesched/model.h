@@ -273,6 +273,25 @@ PS_EXTERN int ps_estimate_stage_layers(const ps_estimate *e, const ps_stage_laye
 PS_EXTERN const ps_schedule *ps_estimate_schedule(const ps_estimate *e);
 PS_EXTERN const ps_problem *ps_estimate_problem(const ps_estimate *e);
 PS_EXTERN const ps_sim *ps_estimate_sim(const ps_estimate *e);
+/*
+ * Writes the last run's step as a Chrome/Perfetto trace (JSON for chrome://tracing or
+ * ui.perfetto.dev) through write, in real time: ts and dur are the simulated seconds in
+ * microseconds. First the pipeline as ps_export_trace writes it with us_per_unit 1e6 (a process
+ * "rank r" per pipeline rank; on its "compute" track every forward, backward and weight
+ * gradient under its PyTorch name, "1F3" for stage 1's forward of micro-batch 3, with its kind
+ * as the category; on its "communication" track the pipeline transfers it sends, each the p2p
+ * time of one activation; with a MoE model the planned operations on two more tracks), then
+ * each rank's tail after its last action: its exposed data-parallel communication ("DP
+ * communication (exposed)", category data_parallel, on the communication track: the part of
+ * the gradient reduction that the last backwards do not hide, plus the parameter all-gather
+ * when it does not overlap; no event when nothing is exposed), then its optimizer step
+ * ("optimizer step", category optimizer, on the compute track). The latest tail ends at
+ * step_time_s. Not events of their own: the TP and CP communication (inside the actions'
+ * durations) and the part of the DP reduction that the backwards hide. Returns 0; PS_EINVAL
+ * (e or write NULL); PS_ESTATE (no successful run); PS_ENOMEM; PS_EIO (write returned
+ * non-zero).
+ */
+PS_EXTERN int ps_estimate_write_trace(const ps_estimate *e, ps_write_fn write, void *ud);
 
 /*
  * Reads an estimate configuration (docs/config.md, "Estimate configuration"): one JSON object

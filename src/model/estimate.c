@@ -38,6 +38,7 @@ struct ps_estimate {
     /* Per rank. */
     size_t cap_rk;
     ps_rank_memory *rm;
+    double *tail; /* 3 per rank: its pipeline's end, its exposed DP and its optimizer seconds */
     ps_estimate_result res;
     int have;
     char err[PS__ERRLEN];
@@ -87,6 +88,7 @@ void ps_estimate_free(ps_estimate *e)
         return;
     free_stage_tables(e);
     ps__free(&e->al, e->rm, e->cap_rk, sizeof *e->rm);
+    ps__free(&e->al, e->tail, 3 * e->cap_rk, sizeof *e->tail);
     ps_sim_free(e->sim0);
     ps_sim_free(e->sim);
     ps_schedule_free(e->s);
@@ -125,10 +127,16 @@ static int reserve(ps_estimate *e, size_t n, size_t p)
     }
     if (p > e->cap_rk) {
         ps_rank_memory *rm = ps__alloc(a, p, sizeof *rm);
-        if (!rm)
+        double *tail = ps__alloc(a, 3 * p, sizeof *tail);
+        if (!rm || !tail) {
+            ps__free(a, rm, p, sizeof *rm);
+            ps__free(a, tail, 3 * p, sizeof *tail);
             return ps__seterr(e->err, PS_ENOMEM, "out of memory for %zu ranks", p);
+        }
         ps__free(a, e->rm, e->cap_rk, sizeof *e->rm);
+        ps__free(a, e->tail, 3 * e->cap_rk, sizeof *e->tail);
         e->rm = rm;
+        e->tail = tail;
         e->cap_rk = p;
     }
     return 0;
@@ -662,6 +670,7 @@ static int results(ps_estimate *e, const ps__setup *u, const derived *d, double 
         rank_fig f;
         rank_figures(e, u, r, &f);
         double total = f.end + f.dp + f.opt;
+        e->tail[3 * r] = f.end, e->tail[3 * r + 1] = f.dp, e->tail[3 * r + 2] = f.opt;
         if (total > step) {
             step = total, crit = r;
             res->exposed_s[PS_COMM_TP] = f.tp;
@@ -886,4 +895,31 @@ const ps_problem *ps_estimate_problem(const ps_estimate *e)
 const ps_sim *ps_estimate_sim(const ps_estimate *e)
 {
     return e && e->have ? e->sim : NULL;
+}
+
+/* The trace of the step: the simulated pipeline in seconds, then every rank's tail (its exposed
+ * data-parallel communication, then its optimizer step), so that the last event ends at the
+ * step time. */
+int ps_estimate_write_trace(const ps_estimate *e, ps_write_fn write, void *ud)
+{
+    if (!e || !write)
+        return PS_EINVAL;
+    if (!e->have)
+        return PS_ESTATE;
+    int32_t pp = ps_schedule_pp(e->s), n = 0;
+    ps_trace_event *ev = ps__alloc(&e->al, 2 * (size_t)pp, sizeof *ev);
+    if (!ev)
+        return PS_ENOMEM;
+    for (int32_t r = 0; r < pp; r++) {
+        double end = e->tail[3 * r], dp = e->tail[3 * r + 1], opt = e->tail[3 * r + 2];
+        if (dp > 0)
+            ev[n++] =
+                (ps_trace_event){"DP communication (exposed)", "data_parallel", r, 1, end, dp};
+        if (opt > 0)
+            ev[n++] = (ps_trace_event){"optimizer step", "optimizer", r, 0, end + dp, opt};
+    }
+    ps_trace_options seconds = {1e6, ev, (size_t)n};
+    int rc = ps_export_trace(e->s, e->sim, &seconds, write, ud);
+    ps__free(&e->al, ev, 2 * (size_t)pp, sizeof *ev);
+    return rc;
 }
