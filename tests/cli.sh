@@ -338,6 +338,40 @@ contains "$tmp/err" "estimate needs --gpus, --pp, --gbs, --mbs, --seq" \
     "estimate --config: the required settings from the file and the flags together"
 expect 0 "estimate --config, the rest from flags" -- "$bin" estimate --config "$tmp/estcfg.json" \
     --gpus 8 --pp 2 --gbs 8 --mbs 1 --seq 2048
+# estimate --trace and --svg: the simulated step on a time axis in seconds (the times
+# themselves are the estimate suite's business).
+# shellcheck disable=SC2086
+expect 0 "estimate --trace" -- "$bin" estimate $est --trace "$tmp/est-trace.json"
+contains "$tmp/out" "step time" "estimate --trace still prints the estimate"
+contains "$tmp/est-trace.json" '"traceEvents"' "estimate --trace written"
+contains "$tmp/est-trace.json" '"args":{"name":"rank 1"}' "estimate trace names the ranks"
+contains "$tmp/est-trace.json" '"name":"1F0","cat":"forward"' \
+    "estimate trace names stage, kind and micro-batch"
+contains "$tmp/est-trace.json" '"name":"optimizer step","cat":"optimizer"' \
+    "estimate trace ends with the optimizer step"
+contains "$tmp/est-trace.json" '"name":"DP communication (exposed)","cat":"data_parallel"' \
+    "estimate trace has the exposed DP communication (dp 4)"
+# shellcheck disable=SC2086
+expect 2 "estimate --trace to a missing folder" -- "$bin" estimate $est --trace "$tmp/none/t.json"
+contains "$tmp/err" "cannot write $tmp/none/t.json: No such file or directory" \
+    "estimate --trace names the unwritable file"
+if "$bin" help draw >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    expect 0 "estimate --svg" -- "$bin" estimate $est --svg "$tmp/est.svg" --trace "$tmp/e2.json"
+    is_svg "$tmp/est.svg" "estimate --svg"
+    contains "$tmp/est.svg" "time (s)" "estimate --svg: the axis in seconds"
+    contains "$tmp/est.svg" " s &#160;&#160;bubble " "estimate --svg: the makespan in seconds"
+    same "$tmp/est-trace.json" "$tmp/e2.json" "estimate --trace with --svg: the same trace"
+    # shellcheck disable=SC2086
+    expect 2 "estimate --svg to a missing folder" -- "$bin" estimate $est --svg "$tmp/none/e.svg"
+    contains "$tmp/err" "cannot write $tmp/none/e.svg: No such file or directory" \
+        "estimate --svg names the unwritable file"
+else
+    # shellcheck disable=SC2086
+    expect 2 "estimate --svg without Graphviz" -- "$bin" estimate $est --svg "$tmp/est.svg"
+    contains "$tmp/err" "built without Graphviz" "estimate --svg says what the build lacks"
+    absent "$tmp/est.svg" "estimate --svg without Graphviz"
+fi
 
 # The guide's option list and its `help simulate` example are the program's own output
 # (checked against a build with every command, which the guide documents).

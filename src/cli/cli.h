@@ -32,7 +32,7 @@ typedef struct cli_opts {
     int split_backward, timed, json, help;
     const char *file; /* the command's operand (check's FILE.csv) */
     /* estimate */
-    const char *model, *hardware, *layout;
+    const char *model, *hardware, *layout, *svg;
     long long gpus, gpus_per_node, tp, cp, ep, etp, gbs, mbs, seq, recompute_layers;
     long long first_layers, last_layers;
     int precision, recompute; /* a ps_precision, a ps_recompute */
@@ -91,6 +91,12 @@ typedef struct cli_command {
      * config, JSON text) after its own part; NULL for most commands. Returns the exit
      * status. */
     int (*demo)(const char *moe_json);
+    /* Draws sim's timeline of s as SVG into path ("-": stdout) for another command (estimate
+     * --svg), the times in unit ("s"); failures are reported as "pipesched: what: ...", and a
+     * failed drawing leaves no file. Only draw sets it, and draw is built with Graphviz alone:
+     * cli_find("draw") says whether this build can draw. Returns the exit status. */
+    int (*timeline_svg)(const ps_schedule *s, const ps_sim *sim, const char *unit, const char *what,
+                        const char *path);
 } cli_command;
 
 /* The commands built into this program, each defined in the file of its name, and all of
@@ -144,6 +150,11 @@ int cli_make_schedule(const ps_problem *pb, ps_schedule **out);
 int cli_run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, ps_sim **out);
 /* common.c: writes s (sim may be NULL) through ps_export to path (NULL: stdout). */
 int cli_emit(const ps_schedule *s, const ps_sim *sim, ps_format fmt, const char *path);
+/* common.c: opens path (NULL: stdout) and has emit(arg, cli_write_file, the FILE *)
+ * write it; a path that cannot be opened is reported (exit 2), a failed emit or write too
+ * (exit 3). Returns the exit status. */
+int cli_write_out(const char *path, int (*emit)(const void *arg, ps_write_fn write, void *ud),
+                  const void *arg);
 /* The handles a command works on: its problem (the defaults, the config file, the flags), the
  * problem's schedule, and the schedule's simulation; NULL where not built. */
 typedef struct cli_job {

@@ -6,7 +6,9 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A configuration file larger than this is a mistake, not a configuration. */
 #define CONFIG_LIMIT (64u << 20)
@@ -142,14 +144,15 @@ int cli_run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, ps
     return EXIT_OK;
 }
 
-int cli_emit(const ps_schedule *s, const ps_sim *sim, ps_format fmt, const char *path)
+int cli_write_out(const char *path, int (*emit)(const void *arg, ps_write_fn write, void *ud),
+                  const void *arg)
 {
     FILE *f = path ? fopen(path, "wb") : stdout;
     if (!f) {
-        fprintf(stderr, "pipesched: cannot write %s\n", path);
+        fprintf(stderr, "pipesched: cannot write %s: %s\n", path, strerror(errno));
         return EXIT_USAGE;
     }
-    int rc = ps_export(s, sim, fmt, cli_write_file, f);
+    int rc = emit(arg, cli_write_file, f);
     int cerr = path ? fclose(f) : fflush(f);
     if (rc || cerr) {
         fprintf(stderr, "pipesched: writing %s failed: %s\n", path ? path : "stdout",
@@ -157,6 +160,25 @@ int cli_emit(const ps_schedule *s, const ps_sim *sim, ps_format fmt, const char 
         return EXIT_INTERNAL;
     }
     return EXIT_OK;
+}
+
+/* What cli_emit writes: a schedule, its timeline, a format. */
+typedef struct emit_args {
+    const ps_schedule *s;
+    const ps_sim *sim;
+    ps_format fmt;
+} emit_args;
+
+static int emit_export(const void *arg, ps_write_fn write, void *ud)
+{
+    const emit_args *a = arg;
+    return ps_export(a->s, a->sim, a->fmt, write, ud);
+}
+
+int cli_emit(const ps_schedule *s, const ps_sim *sim, ps_format fmt, const char *path)
+{
+    emit_args a = {s, sim, fmt};
+    return cli_write_out(path, emit_export, &a);
 }
 
 /* The all-to-all lines of the metrics, for a simulation with a MoE model. */

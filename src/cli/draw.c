@@ -29,14 +29,15 @@ static int draw_write(void *ud, const char *data, size_t len)
     return fwrite(data, 1, len, d->f) == len ? 0 : -1;
 }
 
-/* Reports a failed drawing: an output file that cannot be created is a usage error. */
-static int draw_report(int rc, const draw_out *out, const ps_viz *viz)
+/* Reports a failed drawing of command what: an output file that cannot be created is a usage
+ * error. */
+static int draw_report(const char *what, int rc, const draw_out *out, const ps_viz *viz)
 {
     if (rc == PS_EIO && out->open_errno) {
         fprintf(stderr, "pipesched: cannot write %s: %s\n", out->path, strerror(out->open_errno));
         return EXIT_USAGE;
     }
-    return cli_report("draw", rc, ps_viz_last_error(viz));
+    return cli_report(what, rc, ps_viz_last_error(viz));
 }
 
 /* The fused pair that `pipesched plan` shows: the busiest stage's forward with its backward,
@@ -86,7 +87,7 @@ static int draw_overlap(const cli_opts *o, const ps_problem *pb, const ps_schedu
                  ps_schedule_family(s), fstage, bstage,
                  ps_planner_name(o->method < 0 ? PS_PLANNER_ADAPTIVE : o->method));
         if ((rc = ps_viz_overlap_svg(viz, ops, n, &st, title, draw_write, out)))
-            ex = draw_report(rc, out, viz);
+            ex = draw_report("draw", rc, out, viz);
     }
     ps_plan_free(pl);
     return ex;
@@ -100,7 +101,7 @@ static int draw_simulated(const cli_opts *o, cli_job *j, ps_viz *viz, draw_out *
         int rc = o->kind == CLI_KIND_DAG ? ps_viz_dag_svg(viz, j->s, j->sim, draw_write, out)
                                          : ps_viz_timeline_svg(viz, j->s, j->sim, draw_write, out);
         if (rc)
-            ex = draw_report(rc, out, viz);
+            ex = draw_report("draw", rc, out, viz);
     }
     return ex;
 }
@@ -129,16 +130,37 @@ static int draw_main(const cli_opts *o)
     return ex;
 }
 
-/* Closes a drawing's file; on failure removes it and returns the exit status. */
-static int demo_close(draw_out *out, int ex)
+/* Closes a drawing's file (not stdout); on failure removes it. Returns the exit status. */
+static int out_close(draw_out *out, int ex)
 {
-    if (out->f && fclose(out->f) && !ex) {
+    int file = out->f && out->f != stdout;
+    if (file && fclose(out->f) && !ex) {
         fprintf(stderr, "pipesched: writing %s failed\n", out->path);
         ex = EXIT_INTERNAL;
     }
-    out->f = NULL;
-    if (ex)
+    if (file && ex)
         remove(out->path);
+    out->f = NULL;
+    return ex;
+}
+
+/* The timeline for another command (estimate --svg), its times in unit. */
+static int draw_timeline(const ps_schedule *s, const ps_sim *sim, const char *unit,
+                         const char *what, const char *path)
+{
+    ps_viz_config cfg;
+    ps_viz_config_init(&cfg);
+    snprintf(cfg.time_unit, sizeof cfg.time_unit, "%s", unit);
+    ps_viz *viz;
+    int rc = ps_viz_new(&viz, &cfg, NULL);
+    if (rc)
+        return cli_report(what, rc, NULL);
+    draw_out out = {path, NULL, 0};
+    int ex = EXIT_OK;
+    if ((rc = ps_viz_timeline_svg(viz, s, sim, draw_write, &out)))
+        ex = draw_report(what, rc, &out, viz);
+    ex = out_close(&out, ex);
+    ps_viz_free(viz);
     return ex;
 }
 
@@ -162,10 +184,10 @@ static int draw_demo(const char *moe_json)
         goto out;
     }
     if ((rc = ps_viz_timeline_svg(viz, j.s, j.sim, draw_write, &a)))
-        ex = draw_report(rc, &a, viz);
-    if ((ex = demo_close(&a, ex)))
+        ex = draw_report("demo", rc, &a, viz);
+    if ((ex = out_close(&a, ex)))
         goto out;
-    ex = demo_close(&b, draw_overlap(&o, j.pb, j.s, viz, &b));
+    ex = out_close(&b, draw_overlap(&o, j.pb, j.s, viz, &b));
     if (!ex)
         printf("\nwrote %s (Adaptive Pipe on the Pangu example, every rank's timeline) and\n%s "
                "(one fused pair on the compute and communication streams)\n",
@@ -189,4 +211,5 @@ const cli_command cli_cmd_draw = {
              "stdout.",
     .run = draw_main,
     .demo = draw_demo,
+    .timeline_svg = draw_timeline,
 };

@@ -240,6 +240,37 @@ static int print_result(const cli_opts *o, const ps_estimate *e, const ps_transf
     return EXIT_OK;
 }
 
+/* --trace FILE: the step in seconds, the data-parallel and optimizer tail included. */
+static int emit_trace(const void *arg, ps_write_fn write, void *ud)
+{
+    return ps_estimate_write_trace(arg, write, ud);
+}
+
+/* --svg needs `draw`'s timeline, which only a build with Graphviz has: refused before the
+ * estimate runs. */
+static int check_svg(const cli_opts *o)
+{
+    const cli_command *draw = cli_find("draw");
+    if (!o->svg || (draw && draw->timeline_svg))
+        return EXIT_OK;
+    fprintf(stderr, "pipesched: estimate --svg needs the SVG drawings, and this pipesched was "
+                    "built without Graphviz (meson -Dviz); --trace FILE writes the timeline as "
+                    "a Chrome trace\n");
+    return EXIT_USAGE;
+}
+
+/* The files besides the result: --trace, then --svg. */
+static int write_files(const cli_opts *o, const ps_estimate *e)
+{
+    int ex = EXIT_OK;
+    if (o->trace)
+        ex = cli_write_out(o->trace, emit_trace, e);
+    if (!ex && o->svg)
+        ex = cli_find("draw")->timeline_svg(ps_estimate_schedule(e), ps_estimate_sim(e), "s",
+                                            "estimate", o->svg);
+    return ex;
+}
+
 /*
  * --config FILE: the model, the hardware and the job from the file (docs/config.md, "Estimate
  * configuration"), the layout string into layout[LAYOUT_LEN]; then the required settings are
@@ -279,7 +310,9 @@ static int estimate_main(const cli_opts *o)
     ps_hardware hw;
     ps_train train;
     char layout[LAYOUT_LEN];
-    int ex = load_config(o, &model, &hw, &train, layout);
+    int ex = check_svg(o);
+    if (!ex)
+        ex = load_config(o, &model, &hw, &train, layout);
     if (!ex && o->model)
         ex = load_model(o->model, &model);
     if (!ex && o->hardware)
@@ -292,8 +325,9 @@ static int estimate_main(const cli_opts *o)
     if (rc)
         return cli_report("estimate", rc, NULL);
     rc = ps_estimate_run(e, &model, &hw, &train);
-    ex = rc ? cli_report("estimate", rc, ps_estimate_last_error(e))
-            : print_result(o, e, &model, &hw, &train);
+    ex = rc ? cli_report("estimate", rc, ps_estimate_last_error(e)) : write_files(o, e);
+    if (!ex)
+        ex = print_result(o, e, &model, &hw, &train);
     ps_estimate_free(e);
     return ex;
 }
@@ -309,7 +343,10 @@ const cli_command cli_cmd_estimate = {
              "(a built-in name or a HuggingFace config.json), the hardware (a preset or a\n"
              "file) and the parallel setup; simulates the iteration with the schedule; prints\n"
              "the step time, tokens/s per GPU, MFU, the bubble, the exposed communication by\n"
-             "kind and the memory of every pipeline rank (docs/model.md).",
-    .option_help = {{"json", "the estimate as JSON"}},
+             "kind and the memory of every pipeline rank (docs/model.md). --trace and --svg\n"
+             "show the simulated step on a time axis in seconds.",
+    .option_help = {{"json", "the estimate as JSON"},
+                    {"trace", "write the step as a Chrome/Perfetto trace in seconds, the\n"
+                              "data-parallel and optimizer tail of every rank included"}},
     .run = estimate_main,
 };
