@@ -19,12 +19,14 @@ typedef struct want_stage {
     int32_t first_layer, layers, embedding, mtp, loss;
 } want_stage;
 
-static void expect_split(const char *layout, int32_t layers, int32_t mtp, int32_t first,
-                         int32_t last, const want_stage *want, int32_t stages)
+/* Splits over pp ranks of vpp chunks and compares every stage with want[pp * vpp]. */
+static void expect_split_pv(const char *layout, int32_t layers, int32_t mtp, int32_t first,
+                            int32_t last, const want_stage *want, int32_t pp, int32_t vpp)
 {
     ps_stage_layers out[MAX_TEST_STAGES];
     char err[256] = "";
-    int rc = ps_layout_split(layout, stages, layers, mtp, first, last, out, err, sizeof err);
+    int32_t stages = pp * vpp;
+    int rc = ps_layout_split(layout, pp, vpp, layers, mtp, first, last, out, err, sizeof err);
     ck_assert_msg(rc == 0, "%s: rc %d: %s", layout ? layout : "(even)", rc, err);
     for (int32_t i = 0; i < stages; i++) {
         ck_assert_msg(
@@ -38,19 +40,33 @@ static void expect_split(const char *layout, int32_t layers, int32_t mtp, int32_
     }
 }
 
-static void expect_error(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
-                         int32_t first, int32_t last, int code, const char *message)
+/* One virtual stage per rank (vpp = 1): `stages` ranks. */
+static void expect_split(const char *layout, int32_t layers, int32_t mtp, int32_t first,
+                         int32_t last, const want_stage *want, int32_t stages)
+{
+    expect_split_pv(layout, layers, mtp, first, last, want, stages, 1);
+}
+
+static void expect_error_pv(const char *layout, int32_t pp, int32_t vpp, int32_t layers,
+                            int32_t mtp, int32_t first, int32_t last, int code, const char *message)
 {
     ps_stage_layers out[MAX_TEST_STAGES];
     memset(out, 0, sizeof out);
     char err[256] = "";
-    int rc = ps_layout_split(layout, stages, layers, mtp, first, last, out, err, sizeof err);
+    int rc = ps_layout_split(layout, pp, vpp, layers, mtp, first, last, out, err, sizeof err);
     ck_assert_msg(rc == code, "%s: rc %d, expected %d (%s)", layout ? layout : "(even)", rc, code,
                   err);
     ck_assert_str_eq(err, message);
     /* A failed split leaves nothing half-filled. */
+    int64_t stages = (int64_t)pp * vpp;
     for (int32_t i = 0; i < stages && i < MAX_TEST_STAGES && stages <= PS_MAX_STAGES; i++)
         ck_assert(out[i].layers == 0 && out[i].embedding == 0 && out[i].loss == 0);
+}
+
+static void expect_error(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
+                         int32_t first, int32_t last, int code, const char *message)
+{
+    expect_error_pv(layout, stages, 1, layers, mtp, first, last, code, message);
 }
 
 /* ---- valid layouts ------------------------------------------------------------------------- */
@@ -196,7 +212,8 @@ START_TEST(layout_absurd_repetition)
      * one t more and the L at column 11 is one too many. */
     ps_stage_layers out[2];
     char err[256] = "";
-    ck_assert_int_eq(ps_layout_split("Et*999997|L", 2, 999997, 0, 0, 0, out, err, sizeof err), 0);
+    ck_assert_int_eq(ps_layout_split("Et*999997|L", 2, 1, 999997, 0, 0, 0, out, err, sizeof err),
+                     0);
     ck_assert_int_eq(out[0].layers, 999997);
     expect_error("Et*999998|L", 2, 999998, 0, 0, 0, PS_ECONFIG,
                  "layout: unrolled past 1000000 symbols at column 11 (too many repetitions)");
@@ -272,11 +289,16 @@ START_TEST(layout_argument_errors)
 {
     ps_stage_layers out[2];
     char err[256] = "";
-    ck_assert_int_eq(ps_layout_split("E|L", 2, 0, 0, 0, 0, NULL, err, sizeof err), PS_EINVAL);
+    ck_assert_int_eq(ps_layout_split("E|L", 2, 1, 0, 0, 0, 0, NULL, err, sizeof err), PS_EINVAL);
     ck_assert_str_eq(err, "layout: out is NULL");
-    ck_assert_int_eq(ps_layout_split("EL", 0, 0, 0, 0, 0, out, err, sizeof err), PS_ERANGE);
-    ck_assert_str_eq(err, "stages must be in [1, 65536]; got 0");
-    ck_assert_int_eq(ps_layout_split(NULL, PS_MAX_STAGES + 1, 0, 0, 0, 0, out, err, sizeof err),
+    ck_assert_int_eq(ps_layout_split("EL", 0, 1, 0, 0, 0, 0, out, err, sizeof err), PS_ERANGE);
+    ck_assert_str_eq(err, "pp and vpp must be >= 1 and pp*vpp <= 65536; got pp 0, vpp 1");
+    ck_assert_int_eq(ps_layout_split("EL", 1, 0, 0, 0, 0, 0, out, err, sizeof err), PS_ERANGE);
+    ck_assert_str_eq(err, "pp and vpp must be >= 1 and pp*vpp <= 65536; got pp 1, vpp 0");
+    ck_assert_int_eq(ps_layout_split(NULL, PS_MAX_STAGES + 1, 1, 0, 0, 0, 0, out, err, sizeof err),
+                     PS_ERANGE);
+    /* The product is checked without overflowing. */
+    ck_assert_int_eq(ps_layout_split(NULL, 65536, 65536, 0, 0, 0, 0, out, err, sizeof err),
                      PS_ERANGE);
     expect_error(NULL, 2, -1, 0, 0, 0, PS_ECONFIG,
                  "layer counts must be >= 0; got layers -1, mtp 0, first 0, last 0");
@@ -285,9 +307,10 @@ START_TEST(layout_argument_errors)
     expect_error("Ett|L", 2, 2, 0, 2, 0, PS_ECONFIG,
                  "a layout fixes every stage: first (2) and last (0) stage layers must be 0");
     /* err may be NULL, and a short err is cut, not overrun. */
-    ck_assert_int_eq(ps_layout_split("Ex|L", 2, 0, 0, 0, 0, out, NULL, 0), PS_ECONFIG);
+    ck_assert_int_eq(ps_layout_split("Ex|L", 2, 1, 0, 0, 0, 0, out, NULL, 0), PS_ECONFIG);
     char small[8];
-    ck_assert_int_eq(ps_layout_split("Ex|L", 2, 0, 0, 0, 0, out, small, sizeof small), PS_ECONFIG);
+    ck_assert_int_eq(ps_layout_split("Ex|L", 2, 1, 0, 0, 0, 0, out, small, sizeof small),
+                     PS_ECONFIG);
     ck_assert_str_eq(small, "layout:");
 }
 END_TEST
@@ -333,12 +356,93 @@ START_TEST(layout_even_first_last)
     expect_error(NULL, 2, 5, 0, 2, 2, PS_ECONFIG,
                  "first (2) and last (2) stage layers leave 1 of the 5 layers without a stage");
     expect_error(NULL, 4, 10, 0, 1, 2, PS_ECONFIG,
-                 "7 layers do not divide evenly over 2 stages (set first/last stage layers or a "
-                 "layout)");
+                 "7 layers do not divide evenly over the 2 middle ranks (set first/last stage "
+                 "layers or a layout)");
     expect_error(NULL, 3, 3, 0, 2, 2, PS_ECONFIG,
                  "first (2) and last (2) stage layers exceed the 3 layers");
+    /* Megatron refuses middle ranks left without a layer ("Mismatch: 0 middle layers
+     * remaining but 1 middle PP stages available"). */
+    expect_error(NULL, 3, 5, 0, 2, 3, PS_ECONFIG,
+                 "first (2) and last (3) stage layers leave no layer for the 1 middle ranks");
     expect_error(NULL, 1, 4, 0, 3, 0, PS_ECONFIG,
-                 "one stage holds all 4 layers; first (3) and last (0) must be 0 or 4");
+                 "one pipeline rank holds all 4 layers; first (3) and last (0) must be 0 or 4");
+}
+END_TEST
+
+/*
+ * Interleaved (vpp > 1): Megatron's first/last count the layers of the first/last pipeline
+ * rank, and each rank splits its layers evenly over its chunks
+ * (transformer_block.py get_num_layers_to_build: the rank's count // vp_size;
+ * transformer_layer.py get_transformer_layer_offset: chunk c of rank r starts at
+ * c * (layers / vpp) + first / vpp + (r - 1) * (middle rank's layers / vpp)). Virtual stage
+ * s = c * pp + r; the rows below are stages 0-3 (chunk 0 of ranks 0-3), then 4-7 (chunk 1).
+ */
+START_TEST(layout_even_first_last_interleaved)
+{
+    /* pp 4, vpp 2, 20 layers, first 4, last 4: 12 left over 2 middle ranks = 6 each, 3 per
+     * chunk; ranks 0 and 3 hold 2 per chunk. Chunk 0 holds layers 0-9 (2 + 3 + 3 + 2), chunk 1
+     * layers 10-19; rank 2's chunk 1 starts at 10 + 2 + 1 * 3 = 15 by Megatron's offset. */
+    const want_stage fl[] = {{0, 2, 1, 0, 0},  {2, 3, 0, 0, 0},  {5, 3, 0, 0, 0},
+                             {8, 2, 0, 0, 0},  {10, 2, 0, 0, 0}, {12, 3, 0, 0, 0},
+                             {15, 3, 0, 0, 0}, {18, 2, 0, 0, 1}};
+    expect_split_pv(NULL, 20, 0, 4, 4, fl, 4, 2);
+    /* First only: 14 layers, first 2: 12 over 3 ranks = 4, 2 per chunk; rank 0 1 per chunk.
+     * Chunk 1 starts at 14 / 2 = 7; rank 3's chunk 0 at 1 + 2 * 2 = 5. */
+    const want_stage f[] = {{0, 1, 1, 0, 0}, {1, 2, 0, 0, 0}, {3, 2, 0, 0, 0},  {5, 2, 0, 0, 0},
+                            {7, 1, 0, 0, 0}, {8, 2, 0, 0, 0}, {10, 2, 0, 0, 0}, {12, 2, 0, 0, 1}};
+    expect_split_pv(NULL, 14, 0, 2, 0, f, 4, 2);
+    /* Last only, with an MTP layer: 10 layers, last 4: 6 over 3 ranks = 2, 1 per chunk; rank
+     * 3 holds 2 per chunk; the MTP layer and the loss on the last virtual stage. */
+    const want_stage l[] = {{0, 1, 1, 0, 0}, {1, 1, 0, 0, 0}, {2, 1, 0, 0, 0}, {3, 2, 0, 0, 0},
+                            {5, 1, 0, 0, 0}, {6, 1, 0, 0, 0}, {7, 1, 0, 0, 0}, {8, 2, 0, 1, 1}};
+    expect_split_pv(NULL, 10, 1, 0, 4, l, 4, 2);
+    /* Without first/last: 16 layers over 8 virtual stages, 2 each. */
+    const want_stage even[] = {{0, 2, 1, 0, 0},  {2, 2, 0, 0, 0}, {4, 2, 0, 0, 0},
+                               {6, 2, 0, 0, 0},  {8, 2, 0, 0, 0}, {10, 2, 0, 0, 0},
+                               {12, 2, 0, 0, 0}, {14, 2, 0, 0, 1}};
+    expect_split_pv(NULL, 16, 0, 0, 0, even, 4, 2);
+    /* One rank holds every layer and splits them over its chunks. */
+    const want_stage one[] = {{0, 2, 1, 0, 0}, {2, 2, 0, 0, 1}};
+    expect_split_pv(NULL, 4, 0, 4, 0, one, 1, 2);
+}
+END_TEST
+
+/* Megatron's conditions with vpp > 1 (transformer_config.py, __post_init__, "Uneven PP"), in
+ * its order: first and last divisible by vpp, the layers left divisible over the middle ranks,
+ * each middle rank's layers divisible by vpp. */
+START_TEST(layout_even_first_last_interleaved_errors)
+{
+    expect_error_pv(NULL, 4, 2, 15, 0, 3, 0, PS_ECONFIG,
+                    "first stage layers (3) do not divide evenly over the 2 virtual stages of "
+                    "the first rank");
+    expect_error_pv(NULL, 4, 2, 15, 0, 0, 3, PS_ECONFIG,
+                    "last stage layers (3) do not divide evenly over the 2 virtual stages of "
+                    "the last rank");
+    /* 15 - 4 - 4 = 7 over 2 middle ranks. */
+    expect_error_pv(NULL, 4, 2, 15, 0, 4, 4, PS_ECONFIG,
+                    "7 layers do not divide evenly over the 2 middle ranks (set first/last "
+                    "stage layers or a layout)");
+    /* 14 - 4 - 4 = 6 over 2 middle ranks = 3 each, not divisible by vpp 2. */
+    expect_error_pv(NULL, 4, 2, 14, 0, 4, 4, PS_ECONFIG,
+                    "3 layers per middle rank do not divide evenly over its 2 virtual stages");
+    /* 8 - 4 - 4 = 0 for 2 middle ranks. */
+    expect_error_pv(NULL, 4, 2, 8, 0, 4, 4, PS_ECONFIG,
+                    "first (4) and last (4) stage layers leave no layer for the 2 middle ranks");
+    /* pp 2: both ends fixed must hold every layer. */
+    expect_error_pv(NULL, 2, 2, 8, 0, 4, 2, PS_ECONFIG,
+                    "first (4) and last (2) stage layers leave 2 of the 8 layers without a stage");
+    /* Without first/last: 12 layers over 4 ranks of 2 chunks (Megatron: 12 % 4, then 3 % 2). */
+    expect_error_pv(NULL, 4, 2, 12, 0, 0, 0, PS_ECONFIG,
+                    "12 layers do not divide evenly over 8 stages (set first/last stage layers "
+                    "or a layout)");
+    expect_error_pv(NULL, 1, 2, 5, 0, 5, 0, PS_ECONFIG,
+                    "5 layers do not divide evenly over 2 stages (set first/last stage layers or "
+                    "a layout)");
+    /* A layout needs pp * vpp stages. */
+    expect_error_pv("Et|t|t|tL", 2, 1, 4, 0, 0, 0, PS_ECONFIG,
+                    "layout: 4 stages, but the split has 2");
+    const want_stage lay[] = {{0, 1, 1, 0, 0}, {1, 1, 0, 0, 0}, {2, 1, 0, 0, 0}, {3, 1, 0, 0, 1}};
+    expect_split_pv("Et|t|t|tL", 4, 0, 0, 0, lay, 2, 2);
 }
 END_TEST
 
@@ -362,6 +466,8 @@ int main(void)
     TCase *even = tcase_create("even");
     tcase_add_test(even, layout_even_divisible);
     tcase_add_test(even, layout_even_first_last);
+    tcase_add_test(even, layout_even_first_last_interleaved);
+    tcase_add_test(even, layout_even_first_last_interleaved_errors);
     suite_add_tcase(su, even);
     return run_suite(su);
 }

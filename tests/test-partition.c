@@ -335,8 +335,8 @@ START_TEST(partition_format_round_trip)
         int n = ps_layout_format(sl, rt[k].stages, buf, sizeof buf);
         ck_assert_str_eq(buf, rt[k].want);
         ck_assert_int_eq(n, (int)strlen(rt[k].want));
-        ck_assert_int_eq(ps_layout_split(buf, rt[k].stages, layers, rt[k].mtp, 0, 0, back, NULL, 0),
-                         0);
+        ck_assert_int_eq(
+            ps_layout_split(buf, rt[k].stages, 1, layers, rt[k].mtp, 0, 0, back, NULL, 0), 0);
         ck_assert_mem_eq(back, sl, (size_t)rt[k].stages * sizeof *sl);
         /* Exactly room for the string and its NUL; one byte less is PS_ERANGE and "". */
         ck_assert_int_eq(ps_layout_format(sl, rt[k].stages, buf, (size_t)n + 1), n);
@@ -400,6 +400,33 @@ START_TEST(partition_errors)
 END_TEST
 
 /* Every allocation of an automatic run (and a repeated one) can fail: PS_ENOMEM, no leak. */
+/* The estimate splits by pipeline rank as Megatron does: pp 4, vpp 2, 20 layers, first 4 and
+ * last 4 give ranks 0 and 3 two layers per chunk and the middle ranks (20 - 8) / 2 / 2 = 3
+ * (docs/layout.md; the hand-worked split of test-layout.c). */
+START_TEST(partition_first_last_interleaved)
+{
+    ps_estimate *e;
+    ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+    ps_transformer m = light_model(20);
+    ps_hardware h = toy_hw();
+    ps_train t = toy_train(4, 2, 8, "interleaved");
+    t.first_stage_layers = 4, t.last_stage_layers = 4;
+    run_step(e, &m, &h, &t);
+    const ps_stage_layers *out;
+    ck_assert_int_eq(ps_estimate_stage_layers(e, &out), 8);
+    const int32_t want[8] = {2, 3, 3, 2, 2, 3, 3, 2};
+    for (int s = 0; s < 8; s++)
+        ck_assert_msg(out[s].layers == want[s], "stage %d: %d layers, expected %d", s,
+                      (int)out[s].layers, (int)want[s]);
+    /* An odd first rank cannot split over its 2 chunks. */
+    t.first_stage_layers = 3, t.last_stage_layers = 0;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), PS_ECONFIG);
+    ck_assert_str_eq(ps_estimate_last_error(e), "first stage layers (3) do not divide evenly over "
+                                                "the 2 virtual stages of the first rank");
+    ps_estimate_free(e);
+}
+END_TEST
+
 START_TEST(partition_alloc_failure)
 {
     ps_transformer dense = heavy_model(6), moe = moe_model(6);
@@ -445,6 +472,7 @@ int main(void)
     suite_add_tcase(su, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, partition_errors);
+    tcase_add_test(tc, partition_first_last_interleaved);
     tcase_add_test(tc, partition_alloc_failure);
     suite_add_tcase(su, tc);
     return run_suite(su);

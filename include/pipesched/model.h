@@ -172,8 +172,10 @@ typedef struct ps_train {
      * layer, loss and MTP layers on the last virtual stage, empty stages allowed; never worse
      * than the even split; read it with ps_estimate_stage_layers; docs/layout.md). */
     const char *layout;
-    int32_t first_stage_layers; /* decoder layers of the first stage; 0 = even */
-    int32_t last_stage_layers;  /* decoder layers of the last stage; 0 = even */
+    /* Decoder layers of the first / last pipeline rank, split evenly over its vpp chunks
+     * (Megatron's --decoder-first/last-pipeline-num-layers; ps_layout_split); 0 = even. */
+    int32_t first_stage_layers;
+    int32_t last_stage_layers;
 } ps_train;
 
 /* Fills *t with the defaults: 8 GPUs, tp = pp = vpp = cp = ep = 1, sequence parallelism on
@@ -193,20 +195,23 @@ typedef struct ps_stage_layers {
 } ps_stage_layers;
 
 /*
- * Splits `layers` decoder layers and `mtp` MTP layers over `stages` virtual stages (in model
- * order; virtual stage i runs on rank i mod pp for interleaved placements), into out[stages].
+ * Splits `layers` decoder layers and `mtp` MTP layers over the pp * vpp virtual stages of `pp`
+ * pipeline ranks with `vpp` chunks each, into out[pp * vpp], in model order: virtual stage
+ * s = c * pp + r is chunk c of rank r (Megatron's interleaved placement).
  * layout: Megatron's --pipeline-model-parallel-layout string ("E", "t", "m", "L", "|" between
  * stages, "*N" repetition, parentheses; an empty string is parsed and refused, NULL means no
- * layout), or NULL for Megatron's even split (layers must divide over the stages), in which
- * first / last (> 0) fix the decoder layers of the first / last VIRTUAL stage and the rest is
- * split evenly (Megatron's --decoder-first/last-pipeline-num-layers count per pipeline rank;
- * the two agree when there is one virtual stage per rank). Returns 0; PS_EINVAL (out NULL),
- * PS_ERANGE (stages outside [1, PS_MAX_STAGES]) or PS_ECONFIG with the column in err when the
- * string does not parse or does not match the counts; out is zeroed on error (docs/layout.md).
+ * layout), which must have pp * vpp stages; or NULL for Megatron's even split: without first /
+ * last, layers must divide evenly over the pp * vpp stages; first / last (> 0) are the decoder
+ * layers of the first / last pipeline RANK (Megatron's --decoder-first/last-pipeline-num-layers),
+ * the layers left are split evenly over the ranks between them, and every rank splits its
+ * layers evenly over its vpp chunks, with Megatron's conditions (docs/layout.md). Returns 0;
+ * PS_EINVAL (out NULL), PS_ERANGE (pp or vpp below 1, pp * vpp above PS_MAX_STAGES) or
+ * PS_ECONFIG with the column in err when the string does not parse or does not match the
+ * counts, or the counts do not divide as Megatron requires; out is zeroed on error.
  */
-PS_EXTERN int ps_layout_split(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
-                              int32_t first, int32_t last, ps_stage_layers *out, char *err,
-                              size_t errlen);
+PS_EXTERN int ps_layout_split(const char *layout, int32_t pp, int32_t vpp, int32_t layers,
+                              int32_t mtp, int32_t first, int32_t last, ps_stage_layers *out,
+                              char *err, size_t errlen);
 
 /*
  * Writes the Megatron --pipeline-model-parallel-layout string of s[stages] into buf (cap

@@ -299,14 +299,16 @@ const cli_option cli_options[] = {
      .metavar = "N",
      .def = "even",
      .commands = EST,
-     .help = "decoder layers of the first stage (the rest even)"},
+     .help = "decoder layers of the first pipeline rank, over its vpp\n"
+             "chunks (the rest even; docs/layout.md)"},
     {.name = "last-stage-layers",
      .aliases = {"decoder-last-pipeline-num-layers"},
      INT(last_layers, 1, 1 << 20),
      .metavar = "N",
      .def = "even",
      .commands = EST,
-     .help = "decoder layers of the last stage (the rest even)"},
+     .help = "decoder layers of the last pipeline rank, over its vpp\n"
+             "chunks (the rest even; docs/layout.md)"},
     {.name = "svg",
      STRING(svg),
      .metavar = "FILE",

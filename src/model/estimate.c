@@ -825,7 +825,7 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
         if ((rc = run_auto(e, &u, &d, name, c)))
             return rc;
     } else {
-        if ((rc = ps_layout_split(t.layout, u.model_stages, m.layers, m.mtp_layers,
+        if ((rc = ps_layout_split(t.layout, u.pp, u.vpp, m.layers, m.mtp_layers,
                                   t.first_stage_layers, t.last_stage_layers, e->sl, e->err,
                                   sizeof e->err)))
             return rc;

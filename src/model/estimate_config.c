@@ -146,8 +146,10 @@ static const train_key train_keys[] = {
      .doc = "MoE with a token capacity (drop and pad): no routing host synchronisation"},
     {AT(layout), .type = T_LAYOUT,
      .doc = "Megatron pipeline layout (docs/layout.md); null = even split"},
-    {INT(first_stage_layers, 0, 1 << 20), .doc = "decoder layers of the first stage; 0 = even"},
-    {INT(last_stage_layers, 0, 1 << 20), .doc = "decoder layers of the last stage; 0 = even"},
+    {INT(first_stage_layers, 0, 1 << 20),
+     .doc = "decoder layers of the first pipeline rank (over its vpp chunks); 0 = even"},
+    {INT(last_stage_layers, 0, 1 << 20),
+     .doc = "decoder layers of the last pipeline rank (over its vpp chunks); 0 = even"},
 };
 #define N_TRAIN_KEYS (sizeof train_keys / sizeof train_keys[0])
 

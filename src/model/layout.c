@@ -20,6 +20,9 @@
  * nest (Megatron's regular expression cannot, and garbles them), and the embedding must be on
  * stage 0 and the loss on the last stage (Megatron only checks that they are the first and
  * last layers, but builds them on the first and last virtual stage).
+ *
+ * Without a string, the even split is Megatron's too, first/last included: they count the
+ * layers of the first/last pipeline RANK, which splits them evenly over its vpp chunks.
  * SPDX-License-Identifier: MIT
  */
 #include "internal.h"
@@ -368,45 +371,98 @@ static int split_layout(const char *layout, int32_t stages, int32_t layers, int3
 /* ---- the even split ------------------------------------------------------------------------ */
 
 /*
- * Megatron's rule (transformer_block.py, get_num_layers_to_build): without first/last the
- * layers must divide evenly, with them the layers left must divide evenly over the stages
- * left. Megatron applies first/last to a pipeline rank (all its virtual stages); here they
- * apply to the first and the last virtual stage, as model.h declares.
+ * Megatron's rule, by pipeline rank (megatron/core/transformer/transformer_config.py,
+ * __post_init__, "Uneven PP"; transformer_block.py, get_num_layers_to_build;
+ * transformer_layer.py, get_transformer_layer_offset): first / last (> 0) are the decoder
+ * layers of the first / last pipeline rank, the layers left are split evenly over the ranks
+ * between them, and every rank splits its layers evenly over its vpp chunks. Virtual stage
+ * s = c * pp + r is chunk c of rank r, and the layers are numbered in stage order.
+ * Sets rank_layers[0..2] to the layers of the first, a middle and the last rank.
  */
-static int split_even(int32_t stages, int32_t layers, int32_t mtp, int32_t first, int32_t last,
-                      ps_stage_layers *out, char *err, size_t errlen)
+static int rank_counts(int32_t pp, int32_t vpp, int32_t layers, int32_t first, int32_t last,
+                       int64_t rank_layers[3], char *err, size_t errlen)
 {
-    if (stages == 1) {
+    if (pp == 1) {
+        /* One rank is both the first and the last: it holds every layer. */
         if ((first > 0 && first != layers) || (last > 0 && last != layers))
             return ps__seterr_n(
                 err, errlen, PS_ECONFIG,
-                "one stage holds all %d layers; first (%d) and last (%d) must be 0 or %d",
+                "one pipeline rank holds all %d layers; first (%d) and last (%d) must be 0 or %d",
                 (int)layers, (int)first, (int)last, (int)layers);
-        out[0].layers = layers;
-    } else {
-        int64_t left = (int64_t)layers - first - last;
-        int32_t others = stages - (first > 0) - (last > 0);
-        if (left < 0)
+        if (layers % vpp != 0)
             return ps__seterr_n(err, errlen, PS_ECONFIG,
-                                "first (%d) and last (%d) stage layers exceed the %d layers",
-                                (int)first, (int)last, (int)layers);
-        if (others == 0 && left != 0)
+                                "%d layers do not divide evenly over %d stages (set first/last "
+                                "stage layers or a layout)",
+                                (int)layers, (int)vpp);
+        rank_layers[0] = rank_layers[1] = rank_layers[2] = layers;
+        return 0;
+    }
+    if (first == 0 && last == 0) {
+        /* Megatron: num_layers % pp, then the rank's layers % vpp; together % (pp * vpp). */
+        if (layers % ((int64_t)pp * vpp) != 0)
             return ps__seterr_n(err, errlen, PS_ECONFIG,
-                                "first (%d) and last (%d) stage layers leave %lld of the %d layers "
-                                "without a stage",
-                                (int)first, (int)last, (long long)left, (int)layers);
-        if (others > 0 && left % others != 0)
-            return ps__seterr_n(
-                err, errlen, PS_ECONFIG,
-                "%lld layers do not divide evenly over %d stages (set first/last stage "
-                "layers or a layout)",
-                (long long)left, (int)others);
-        for (int32_t i = 0; i < stages; i++)
-            out[i].layers = others > 0 ? (int32_t)(left / others) : 0;
-        if (first > 0)
-            out[0].layers = first;
-        if (last > 0)
-            out[stages - 1].layers = last;
+                                "%d layers do not divide evenly over %d stages (set first/last "
+                                "stage layers or a layout)",
+                                (int)layers, (int)(pp * vpp));
+        rank_layers[0] = rank_layers[1] = rank_layers[2] = layers / pp;
+        return 0;
+    }
+    /* Megatron's checks, in its order. */
+    if (first > 0 && first % vpp != 0)
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "first stage layers (%d) do not divide evenly over the %d virtual "
+                            "stages of the first rank",
+                            (int)first, (int)vpp);
+    if (last > 0 && last % vpp != 0)
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "last stage layers (%d) do not divide evenly over the %d virtual "
+                            "stages of the last rank",
+                            (int)last, (int)vpp);
+    int64_t left = (int64_t)layers - first - last;
+    int32_t middle = pp - (first > 0) - (last > 0);
+    if (left < 0)
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "first (%d) and last (%d) stage layers exceed the %d layers",
+                            (int)first, (int)last, (int)layers);
+    if (middle == 0 && left != 0)
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "first (%d) and last (%d) stage layers leave %lld of the %d layers "
+                            "without a stage",
+                            (int)first, (int)last, (long long)left, (int)layers);
+    if (middle > 0 && left == 0)
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "first (%d) and last (%d) stage layers leave no layer for the %d "
+                            "middle ranks",
+                            (int)first, (int)last, (int)middle);
+    if (middle > 0 && left % middle != 0)
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "%lld layers do not divide evenly over the %d middle ranks (set "
+                            "first/last stage layers or a layout)",
+                            (long long)left, (int)middle);
+    int64_t per_middle = middle > 0 ? left / middle : 0;
+    if (per_middle % vpp != 0)
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "%lld layers per middle rank do not divide evenly over its %d "
+                            "virtual stages",
+                            (long long)per_middle, (int)vpp);
+    rank_layers[0] = first > 0 ? first : per_middle;
+    rank_layers[1] = per_middle;
+    rank_layers[2] = last > 0 ? last : per_middle;
+    return 0;
+}
+
+static int split_even(int32_t pp, int32_t vpp, int32_t layers, int32_t mtp, int32_t first,
+                      int32_t last, ps_stage_layers *out, char *err, size_t errlen)
+{
+    int64_t rank_layers[3] = {0, 0, 0};
+    int rc = rank_counts(pp, vpp, layers, first, last, rank_layers, err, errlen);
+    if (rc)
+        return rc;
+    int32_t stages = pp * vpp;
+    for (int32_t s = 0; s < stages; s++) {
+        int32_t r = s % pp;
+        int64_t n = r == 0 ? rank_layers[0] : r == pp - 1 ? rank_layers[2] : rank_layers[1];
+        out[s].layers = (int32_t)(n / vpp); /* n <= layers, divisible by vpp */
     }
     out[0].embedding = 1;
     out[stages - 1].loss = 1;
@@ -416,15 +472,16 @@ static int split_even(int32_t stages, int32_t layers, int32_t mtp, int32_t first
 
 /* ---- the entry point ----------------------------------------------------------------------- */
 
-static int check_args(const char *layout, int32_t stages, int32_t layers, int32_t mtp,
+static int check_args(const char *layout, int32_t pp, int32_t vpp, int32_t layers, int32_t mtp,
                       int32_t first, int32_t last, const ps_stage_layers *out, char *err,
                       size_t errlen)
 {
     if (!out)
         return ps__seterr_n(err, errlen, PS_EINVAL, "layout: out is NULL");
-    if (stages < 1 || stages > PS_MAX_STAGES)
-        return ps__seterr_n(err, errlen, PS_ERANGE, "stages must be in [1, %d]; got %d",
-                            PS_MAX_STAGES, (int)stages);
+    if (pp < 1 || vpp < 1 || (int64_t)pp * vpp > PS_MAX_STAGES)
+        return ps__seterr_n(err, errlen, PS_ERANGE,
+                            "pp and vpp must be >= 1 and pp*vpp <= %d; got pp %d, vpp %d",
+                            PS_MAX_STAGES, (int)pp, (int)vpp);
     if (layers < 0 || mtp < 0 || first < 0 || last < 0)
         return ps__seterr_n(err, errlen, PS_ECONFIG,
                             "layer counts must be >= 0; got layers %d, mtp %d, first %d, last %d",
@@ -447,15 +504,16 @@ static void number_layers(ps_stage_layers *out, int32_t stages)
     }
 }
 
-int ps_layout_split(const char *layout, int32_t stages, int32_t layers, int32_t mtp, int32_t first,
-                    int32_t last, ps_stage_layers *out, char *err, size_t errlen)
+int ps_layout_split(const char *layout, int32_t pp, int32_t vpp, int32_t layers, int32_t mtp,
+                    int32_t first, int32_t last, ps_stage_layers *out, char *err, size_t errlen)
 {
-    int rc = check_args(layout, stages, layers, mtp, first, last, out, err, errlen);
+    int rc = check_args(layout, pp, vpp, layers, mtp, first, last, out, err, errlen);
     if (rc)
         return rc;
+    int32_t stages = pp * vpp;
     memset(out, 0, (size_t)stages * sizeof *out);
     rc = layout ? split_layout(layout, stages, layers, mtp, out, err, errlen)
-                : split_even(stages, layers, mtp, first, last, out, err, errlen);
+                : split_even(pp, vpp, layers, mtp, first, last, out, err, errlen);
     if (rc) {
         memset(out, 0, (size_t)stages * sizeof *out);
         return rc;
