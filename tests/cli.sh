@@ -372,6 +372,17 @@ else
     contains "$tmp/err" "built without Graphviz" "estimate --svg says what the build lacks"
     absent "$tmp/est.svg" "estimate --svg without Graphviz"
 fi
+# Flag over file, key by key, after one load of the file: the example's gpus 64 / (tp 4 x pp 4
+# x cp 2) = dp 2; --gpus 128 makes dp 4, and the file's gbs 128 and mbs 1 stay: 128 / (4 x 1)
+# = 32 micro-batches. A required key the file names is given, flag or no flag.
+expect 0 "estimate --config, a flag overrides a required key of the file" -- "$bin" estimate \
+    --config "$estcfg" --gpus 128 --json
+contains "$tmp/out" '"dp":4,"microbatches":32,' \
+    "estimate --config --gpus 128: dp 4, the file's gbs 128 and mbs 1 kept"
+expect 0 "estimate --config, another flag leaves the file's keys" -- "$bin" estimate \
+    --config "$estcfg" --mbs 2 --json
+contains "$tmp/out" '"dp":2,"microbatches":32,' \
+    "estimate --config --mbs 2: the file's gpus 64 and gbs 128 kept, 128 / (2 x 2)"
 
 # The guide's option list and its `help simulate` example are the program's own output
 # (checked against a build with every command, which the guide documents).

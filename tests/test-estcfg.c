@@ -156,6 +156,62 @@ START_TEST(estcfg_train_defaults)
 }
 END_TEST
 
+/* The bit of key name in ps_estimate_config_load_keys's mask, found through the names. */
+static uint64_t key_bit(const char *name)
+{
+    for (size_t i = 0; ps_estimate_config_train_key(i); i++)
+        if (strcmp(ps_estimate_config_train_key(i), name) == 0)
+            return (uint64_t)1 << i;
+    ck_abort_msg("no train key %s", name);
+    return 0;
+}
+
+/* Which "train" keys a file names, from the one load (the CLI lays its flags over them). */
+START_TEST(estcfg_named_keys)
+{
+    loaded l;
+    memset(&l, 0, sizeof l);
+    /* Every name is a distinct key of the docs' table, and there is room for them. */
+    size_t n = 0;
+    while (ps_estimate_config_train_key(n))
+        n++;
+    ck_assert_uint_le(n, 64);
+    ck_assert_uint_eq(key_bit("gpus") & key_bit("tp"), 0);
+    uint64_t named = 1;
+    const char *json = "{" MIN ", \"train\": {\"gpus\": 8, \"tp\": 2, \"layout\": null}}";
+    ck_assert_int_eq(ps_estimate_config_load_keys(json, strlen(json), &l.model, &l.hw, &l.train,
+                                                  &named, l.layout, sizeof l.layout, l.err,
+                                                  sizeof l.err),
+                     0);
+    /* null names the key too: the file chose the even split. */
+    ck_assert_uint_eq(named, key_bit("gpus") | key_bit("tp") | key_bit("layout"));
+    ck_assert_int_eq(l.train.gpus, 8);
+    /* No "train": nothing named; the same load as ps_estimate_config_load. */
+    json = "{" MIN "}";
+    named = 1;
+    ck_assert_int_eq(ps_estimate_config_load_keys(json, strlen(json), &l.model, &l.hw, &l.train,
+                                                  &named, NULL, 0, l.err, sizeof l.err),
+                     0);
+    ck_assert_uint_eq(named, 0);
+    /* An error names nothing; named_keys may be NULL. */
+    json = "{" MIN ", \"train\": {\"gpus\": 8, \"tpp\": 2}}";
+    named = 1;
+    ck_assert_int_eq(ps_estimate_config_load_keys(json, strlen(json), &l.model, &l.hw, &l.train,
+                                                  &named, NULL, 0, l.err, sizeof l.err),
+                     PS_ECONFIG);
+    ck_assert_uint_eq(named, 0);
+    named = 1;
+    ck_assert_int_eq(
+        ps_estimate_config_load_keys(NULL, 0, &l.model, &l.hw, &l.train, &named, NULL, 0, NULL, 0),
+        PS_EINVAL);
+    ck_assert_uint_eq(named, 0);
+    json = "{" MIN ", \"train\": {\"gpus\": 8}}";
+    ck_assert_int_eq(ps_estimate_config_load_keys(json, strlen(json), &l.model, &l.hw, &l.train,
+                                                  NULL, NULL, 0, l.err, sizeof l.err),
+                     0);
+}
+END_TEST
+
 START_TEST(estcfg_train_every_key)
 {
     loaded l;
@@ -441,6 +497,7 @@ static Suite *estcfg_suite(void)
     tcase_add_test(tc, estcfg_names);
     tcase_add_test(tc, estcfg_model_base_overrides);
     tcase_add_test(tc, estcfg_model_hf);
+    tcase_add_test(tc, estcfg_named_keys);
     tcase_add_test(tc, estcfg_hardware_object);
     suite_add_tcase(s, tc);
 

@@ -320,6 +320,21 @@ PS_EXTERN int ps_estimate_config_load(const char *json, size_t len, ps_transform
                                       ps_hardware *hw, ps_train *train, char *layout_buf,
                                       size_t layout_cap, char *err, size_t errlen);
 
+/*
+ * ps_estimate_config_load, telling also which keys the file's "train" names: bit i of
+ * *named_keys (named_keys may be NULL) is set when "train" has the key
+ * ps_estimate_config_train_key(i). A caller that lays its own settings over the file (the
+ * CLI's flags) can then tell a value the file chose from ps_train_init's default without
+ * parsing the text again. *named_keys is 0 on error.
+ */
+PS_EXTERN int ps_estimate_config_load_keys(const char *json, size_t len, ps_transformer *model,
+                                           ps_hardware *hw, ps_train *train, uint64_t *named_keys,
+                                           char *layout_buf, size_t layout_cap, char *err,
+                                           size_t errlen);
+/* The name of the i-th key of "train" (the order of docs/config.md's table; at most 64), NULL
+ * past the end. */
+PS_EXTERN const char *ps_estimate_config_train_key(size_t i);
+
 #ifdef __cplusplus
 }
 #endif

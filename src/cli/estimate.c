@@ -8,8 +8,6 @@
 
 #include <pipesched/model.h>
 
-#include <cJSON.h>
-
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -80,10 +78,19 @@ static int load_hardware(const char *arg, ps_hardware *hw)
     return EXIT_OK;
 }
 
+/* Whether the --config file's "train" names key (named_keys: ps_estimate_config_load_keys). */
+static int file_names(uint64_t named_keys, const char *key)
+{
+    for (size_t i = 0; ps_estimate_config_train_key(i); i++)
+        if (strcmp(ps_estimate_config_train_key(i), key) == 0)
+            return (int)((named_keys >> i) & 1);
+    return 0;
+}
+
 /* The settings estimate cannot do without: the model, the machine and the job's shape, each
  * from its option or from the --config file (whose "model" and "hardware" are required; the
- * job's keys are looked up in its "train" object, NULL without a file). */
-static int check_required(const cli_opts *o, int has_file, const cJSON *file_train)
+ * job's keys are those its "train" object names, named_keys). */
+static int check_required(const cli_opts *o, int has_file, uint64_t named_keys)
 {
     static const struct {
         const char *name;
@@ -101,8 +108,7 @@ static int check_required(const cli_opts *o, int has_file, const cJSON *file_tra
         int given = required[i].is_string ? *(const char *const *)(const void *)at != NULL
                                           : *(const long long *)(const void *)at >= 0;
         if (has_file)
-            given |= required[i].is_string ||
-                     cJSON_GetObjectItemCaseSensitive(file_train, required[i].name) != NULL;
+            given |= required[i].is_string || file_names(named_keys, required[i].name);
         if (!given)
             fprintf(stderr, "%s --%s", missing++ ? "," : "pipesched: estimate needs",
                     required[i].name);
@@ -282,26 +288,22 @@ static int load_config(const cli_opts *o, ps_transformer *m, ps_hardware *hw, ps
 {
     ps_train_init(t);
     if (!o->config)
-        return check_required(o, 0, NULL);
+        return check_required(o, 0, 0);
     char *text, err[ERR_LEN] = "";
     size_t len;
     if (cli_read_file(o->config, SPEC_LIMIT, &text, &len))
         return EXIT_USAGE;
-    int rc = ps_estimate_config_load(text, len, m, hw, t, layout, LAYOUT_LEN, err, sizeof err);
-    int ex = EXIT_OK;
+    /* The loader also says which "train" keys the file names: it fills the rest with
+     * defaults, and a default is not a setting the user chose. */
+    uint64_t named_keys = 0;
+    int rc = ps_estimate_config_load_keys(text, len, m, hw, t, &named_keys, layout, LAYOUT_LEN, err,
+                                          sizeof err);
+    free(text);
     if (rc) {
         fprintf(stderr, "pipesched: %s: %s\n", o->config, *err ? err : ps_strerror(rc));
-        ex = cli_exit_code(rc);
-    } else {
-        /* Parsed once more for which "train" keys the file names: the loader filled the rest
-         * with defaults, and a default is not a setting the user chose. */
-        cJSON *root = cJSON_ParseWithLength(text, len);
-        ex = root ? check_required(o, 1, cJSON_GetObjectItemCaseSensitive(root, "train"))
-                  : cli_report("estimate", PS_ENOMEM, NULL);
-        cJSON_Delete(root);
+        return cli_exit_code(rc);
     }
-    free(text);
-    return ex;
+    return check_required(o, 1, named_keys);
 }
 
 static int estimate_main(const cli_opts *o)

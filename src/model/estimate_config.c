@@ -1,6 +1,7 @@
 /*
  * The estimate configuration: one JSON file with the model, the hardware and the job
- * (ps_estimate_config_load, docs/config.md "Estimate configuration").
+ * (ps_estimate_config_load and ps_estimate_config_load_keys, docs/config.md "Estimate
+ * configuration").
  *
  * Every key is declared once, in one of three tables: the top-level blocks, the fields a
  * "model" object may override on its "base", and the keys of "train" (name, type, range,
@@ -152,6 +153,7 @@ static const train_key train_keys[] = {
      .doc = "decoder layers of the last pipeline rank (over its vpp chunks); 0 = even"},
 };
 #define N_TRAIN_KEYS (sizeof train_keys / sizeof train_keys[0])
+_Static_assert(N_TRAIN_KEYS <= 64, "ps_estimate_config_load_keys gives one bit per train key");
 
 #undef AT
 #undef INT
@@ -425,7 +427,9 @@ static void load_train_value(ps__json_diag *d, const char *path, const train_key
     }
 }
 
-static void load_train(ps__json_diag *d, const cJSON *obj, ps_train *t, layout_out *layout)
+/* Loads "train" into *t; sets bit i of *named for each key train_keys[i] it names. */
+static void load_train(ps__json_diag *d, const cJSON *obj, ps_train *t, uint64_t *named,
+                       layout_out *layout)
 {
     if (!cJSON_IsObject(obj)) {
         ps__json_type_error(d, "$.train", "an object", obj);
@@ -441,11 +445,13 @@ static void load_train(ps__json_diag *d, const cJSON *obj, ps_train *t, layout_o
         size_t i = 0;
         while (i < N_TRAIN_KEYS && strcmp(train_keys[i].name, it->string) != 0)
             i++;
-        if (i == N_TRAIN_KEYS)
+        if (i == N_TRAIN_KEYS) {
             ps__json_unknown_key(d, "$.train", it->string,
                                  ps__json_suggest(it->string, train_key_name, NULL));
-        else
+        } else {
+            *named |= (uint64_t)1 << i;
             load_train_value(d, path, &train_keys[i], it, t, layout);
+        }
     }
 }
 
@@ -455,6 +461,7 @@ typedef struct loaded {
     ps_transformer model;
     ps_hardware hw;
     ps_train train;
+    uint64_t named_keys; /* bit i: "train" names train_keys[i] */
 } loaded;
 
 static void load_root(ps__json_diag *d, const cJSON *root, loaded *l, layout_out *layout)
@@ -473,7 +480,7 @@ static void load_root(ps__json_diag *d, const cJSON *root, loaded *l, layout_out
         else if (strcmp(it->string, "hardware") == 0)
             load_hardware(d, it, &l->hw);
         else if (strcmp(it->string, "train") == 0)
-            load_train(d, it, &l->train, layout);
+            load_train(d, it, &l->train, &l->named_keys, layout);
         else
             ps__json_unknown_key(d, "$", it->string,
                                  ps__json_suggest(it->string, block_name, NULL));
@@ -483,10 +490,25 @@ static void load_root(ps__json_diag *d, const cJSON *root, loaded *l, layout_out
             ps__json_error(d, "$", "missing \"%s\" (required)", blocks[i].name);
 }
 
+const char *ps_estimate_config_train_key(size_t i)
+{
+    return train_key_name(NULL, i);
+}
+
 int ps_estimate_config_load(const char *json, size_t len, ps_transformer *model, ps_hardware *hw,
                             ps_train *train, char *layout_buf, size_t layout_cap, char *err,
                             size_t errlen)
 {
+    return ps_estimate_config_load_keys(json, len, model, hw, train, NULL, layout_buf, layout_cap,
+                                        err, errlen);
+}
+
+int ps_estimate_config_load_keys(const char *json, size_t len, ps_transformer *model,
+                                 ps_hardware *hw, ps_train *train, uint64_t *named_keys,
+                                 char *layout_buf, size_t layout_cap, char *err, size_t errlen)
+{
+    if (named_keys)
+        *named_keys = 0;
     if (!json || !model || !hw || !train)
         return ps__seterr_n(err, errlen, PS_EINVAL, "%s",
                             "estimate configuration: NULL text or output");
@@ -510,6 +532,8 @@ int ps_estimate_config_load(const char *json, size_t len, ps_transformer *model,
     *model = l.model;
     *hw = l.hw;
     *train = l.train;
+    if (named_keys)
+        *named_keys = l.named_keys;
     return 0;
 }
 
