@@ -310,6 +310,24 @@ same "$tmp/est-short.json" "$tmp/out" "estimate: Megatron-LM's names give the sa
 expect 0 "estimate from a HuggingFace config and a hardware file" -- "$bin" estimate \
     --model data/hf/tinyllama-1.1b.json --hardware data/hw/h100-94g.json --gpus 8 --tp 1 \
     --pp 2 --gbs 16 --mbs 1 --seq 2048
+# An HF config's problem names its key, in the file's own terms: a JSON path for a bad value,
+# the file's line and column for bad JSON (line 2: "  \"num_attention_heads\" 8" stops at the
+# 8, column 25).
+printf '{"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,\n  "num_attention_heads": "8", "vocab_size": 100, "hidden_act": "silu"}' >"$tmp/hf-bad.json"
+expect 2 "estimate, a bad value in an HF config file" -- "$bin" estimate \
+    --model "$tmp/hf-bad.json" --hardware h100-sxm --gpus 1 --tp 1 --pp 1 --gbs 1 --mbs 1 --seq 64
+contains "$tmp/err" "hf-bad.json: \$.num_attention_heads: expected a positive integer, got string \"8\"" \
+    "estimate names the HF file's key by its path"
+printf '{"num_hidden_layers": 2,\n  "num_attention_heads" 8}' >"$tmp/hf-bad.json"
+expect 2 "estimate, malformed HF config file" -- "$bin" estimate \
+    --model "$tmp/hf-bad.json" --hardware h100-sxm --gpus 1 --tp 1 --pp 1 --gbs 1 --mbs 1 --seq 64
+contains "$tmp/err" "hf-bad.json: line 2, column 25: malformed JSON" \
+    "estimate gives the HF file's own line and column"
+printf '{"model": {"hf": {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": "8", "vocab_size": 100, "hidden_act": "silu"}}, "hardware": "h100-sxm"}' >"$tmp/estcfg-hf.json"
+expect 2 "estimate --config, a bad value in the inline HF config" -- "$bin" estimate \
+    --config "$tmp/estcfg-hf.json" --gpus 1 --tp 1 --pp 1 --gbs 1 --mbs 1 --seq 64
+contains "$tmp/err" "estcfg-hf.json: \$.model.hf.num_attention_heads: expected a positive integer, got string \"8\"" \
+    "estimate --config names the inline HF config's key by its path"
 expect 2 "estimate without its required options" -- "$bin" estimate --model llama3-8b
 contains "$tmp/err" "estimate needs --hardware, --gpus, --tp, --pp, --gbs, --mbs, --seq" \
     "estimate names every missing option"

@@ -371,9 +371,53 @@ START_TEST(estcfg_error_structure)
                           &l),
                      PS_ECONFIG);
     ck_assert_msg(strncmp(l.err, "$.model: ", 9) == 0 && strstr(l.err, "kv_heads"), "%s", l.err);
-    /* An HF config's own problem, under its path. */
-    ck_assert_int_eq(load("{\"model\": {\"hf\": {}}, \"hardware\": \"h100-sxm\"}", &l), PS_ECONFIG);
-    ck_assert_msg(strncmp(l.err, "$.model.hf: ", 12) == 0 && strstr(l.err, "missing"), "%s", l.err);
+    /* An HF config's own problems, each under its key's path (docs/models.md: the activation,
+     * then the required keys). */
+    refused("{\"model\": {\"hf\": {}}, \"hardware\": \"h100-sxm\"}",
+            "6 errors: $.model.hf.hidden_act: missing (needed to tell a gated MLP from a plain "
+            "one); $.model.hf.num_hidden_layers: missing (required); $.model.hf.hidden_size: "
+            "missing (required); $.model.hf.num_attention_heads: missing (required); "
+            "$.model.hf.vocab_size: missing (required); $.model.hf.intermediate_size: missing "
+            "(required: the MLP size)");
+}
+END_TEST
+
+/* A Llama-style config.json inline, every key but num_attention_heads. */
+#define HF_KEYS                                                                                    \
+    "\"num_hidden_layers\": 2, \"hidden_size\": 64, \"intermediate_size\": 128, "                  \
+    "\"vocab_size\": 100, \"hidden_act\": \"silu\""
+
+/* The inline HF config's problems name the key inside it, and join the file's other problems
+ * in one message; the cross-field checks name the struct's field under $.model.hf. */
+START_TEST(estcfg_error_hf_paths)
+{
+    refused("{\"model\": {\"hf\": {" HF_KEYS ", \"num_attention_heads\": \"8\"}}, "
+            "\"hardware\": \"h100-sxm\"}",
+            "$.model.hf.num_attention_heads: expected a positive integer, got string \"8\"");
+    refused("{\"model\": {\"hf\": {" HF_KEYS ", \"num_attention_heads\": 4, "
+            "\"tie_word_embeddings\": 1}}, \"hardware\": \"h100-sxm\", \"train\": {\"tp\": \"2\"}}",
+            "2 errors: $.model.hf.tie_word_embeddings: expected true or false, got number 1; "
+            "$.train.tp: expected an integer, got string \"2\"");
+    refused("{\"model\": {\"hf\": {" HF_KEYS ", \"num_attention_heads\": 4, "
+            "\"num_key_value_heads\": 3}}, \"hardware\": \"h100-sxm\"}",
+            "$.model.hf: kv_heads: 3 does not divide heads (4)");
+    /* The config is read in place, so a syntax error is the file's, at its own line and
+     * column: line 2, "  {\"hidden_size\" 64}" stops at the 6 of 64, column 18. */
+    loaded l;
+    ck_assert_int_eq(
+        load("{\"model\": {\"hf\":\n  {\"hidden_size\" 64}}, \"hardware\": \"h100-sxm\"}", &l),
+        PS_EPARSE);
+    ck_assert_msg(strncmp(l.err, "line 2, column 18: malformed JSON", 33) == 0, "%s", l.err);
+    /* A valid one loads as ps_transformer_from_hf reads it. */
+    const char *hf = "{" HF_KEYS ", \"num_attention_heads\": 4}";
+    ps_transformer want;
+    char err[256];
+    ck_assert_int_eq(ps_transformer_from_hf(hf, strlen(hf), &want, err, sizeof err), 0);
+    ck_assert_int_eq(load("{\"model\": {\"hf\": {" HF_KEYS ", \"num_attention_heads\": 4}}, "
+                          "\"hardware\": \"h100-sxm\"}",
+                          &l),
+                     0);
+    ck_assert_mem_eq(&l.model, &want, sizeof want);
 }
 END_TEST
 
@@ -513,6 +557,7 @@ static Suite *estcfg_suite(void)
     tcase_add_test(tc, estcfg_error_types);
     tcase_add_test(tc, estcfg_error_ranges);
     tcase_add_test(tc, estcfg_error_structure);
+    tcase_add_test(tc, estcfg_error_hf_paths);
     tcase_add_test(tc, estcfg_error_layout_buffer);
     tcase_add_test(tc, estcfg_error_all_at_once);
     tcase_add_test(tc, estcfg_error_parse_and_arguments);

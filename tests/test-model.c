@@ -524,15 +524,15 @@ END_TEST
 
 START_TEST(model_hf_errors)
 {
-    /* Missing key. */
-    hf_fails("{" LLAMA_KEYS "}", PS_ECONFIG, "num_hidden_layers: missing (required)");
+    /* Every problem under the key's JSON path in the file. Missing key. */
+    hf_fails("{" LLAMA_KEYS "}", PS_ECONFIG, "$.num_hidden_layers: missing (required)");
     /* Wrong type. */
     hf_fails("{\"num_hidden_layers\": \"32\", " LLAMA_KEYS "}", PS_ECONFIG,
-             "num_hidden_layers: expected a positive integer, got string \"32\"");
+             "$.num_hidden_layers: expected a positive integer, got string \"32\"");
     hf_fails("{\"num_hidden_layers\": 2.5, " LLAMA_KEYS "}", PS_ECONFIG,
              "num_hidden_layers: expected a positive integer, got number 2.5");
     hf_fails("{\"num_hidden_layers\": 2, \"tie_word_embeddings\": 1, " LLAMA_KEYS "}", PS_ECONFIG,
-             "tie_word_embeddings: expected true or false, got number 1");
+             "$.tie_word_embeddings: expected true or false, got number 1");
     /* Absurd values. */
     hf_fails("{\"num_hidden_layers\": 1000000, " LLAMA_KEYS "}", PS_ECONFIG,
              "num_hidden_layers: 1000000 is out of range [1, 100000]");
@@ -547,20 +547,20 @@ START_TEST(model_hf_errors)
     /* Unknown activation, with a suggestion. */
     hf_fails("{\"num_hidden_layers\": 2, \"hidden_size\": 64, \"intermediate_size\": 128, "
              "\"num_attention_heads\": 4, \"vocab_size\": 100, \"hidden_act\": \"sillu\"}",
-             PS_ECONFIG, "hidden_act: unknown activation \"sillu\" (did you mean \"silu\"?)");
+             PS_ECONFIG, "$.hidden_act: unknown activation \"sillu\" (did you mean \"silu\"?)");
     hf_fails("{\"num_hidden_layers\": 2, \"hidden_size\": 64, \"intermediate_size\": 128, "
              "\"num_attention_heads\": 4, \"vocab_size\": 100}",
              PS_ECONFIG, "hidden_act: missing");
     /* Aliases that disagree. */
     hf_fails("{\"num_hidden_layers\": 2, \"n_layer\": 3, " LLAMA_KEYS "}", PS_ECONFIG,
-             "n_layer: 3 conflicts with num_hidden_layers (2)");
+             "$.n_layer: 3 conflicts with num_hidden_layers (2)");
     /* Layer patterns the model cannot describe. */
     hf_fails("{\"num_hidden_layers\": 4, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
              "\"decoder_sparse_step\": 2, " LLAMA_KEYS "}",
-             PS_ECONFIG, "decoder_sparse_step: number 2 is not supported");
+             PS_ECONFIG, "$.decoder_sparse_step: number 2 is not supported");
     hf_fails("{\"num_hidden_layers\": 4, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
              "\"mlp_only_layers\": [0], " LLAMA_KEYS "}",
-             PS_ECONFIG, "mlp_only_layers: an array is not supported");
+             PS_ECONFIG, "$.mlp_only_layers: an array is not supported");
     /* Cross-field checks come from ps_transformer_check. */
     hf_fails("{\"num_hidden_layers\": 2, \"num_key_value_heads\": 3, " LLAMA_KEYS "}", PS_ECONFIG,
              "kv_heads: 3 does not divide heads (4)");

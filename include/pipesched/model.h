@@ -89,7 +89,8 @@ PS_EXTERN int ps_transformer_builtin(const char *name, ps_transformer *out);
 PS_EXTERN const char *ps_transformer_builtin_name(size_t i);
 /* Reads a HuggingFace config.json. Unknown keys are ignored (HF configs carry many that do
  * not change the cost); missing required keys, wrong types and absurd values are PS_ECONFIG
- * with the key in err; malformed JSON is PS_EPARSE with the line and column. */
+ * with the key's JSON path in err ("$.hidden_size: ..."); malformed JSON is PS_EPARSE with the
+ * line and column. */
 PS_EXTERN int ps_transformer_from_hf(const char *json, size_t len, ps_transformer *out, char *err,
                                      size_t errlen);
 /* Checks a model's fields (ranges, divisibility of heads by kv_heads, MoE and MLA

@@ -226,21 +226,22 @@ static void report_rc(ps__json_diag *d, const char *path, int rc, const char *ms
         ps__json_error(d, path, "%s", *msg ? msg : ps_strerror(rc));
 }
 
+/* The HuggingFace config object hf, read in place: its problems under $.model.hf.KEY, then
+ * ps_transformer_check's (which name the struct's fields) under $.model.hf. */
 static void load_hf(ps__json_diag *d, const cJSON *hf, ps_transformer *out)
 {
     if (!cJSON_IsObject(hf)) {
         ps__json_type_error(d, "$.model.hf", "an object (a HuggingFace config.json)", hf);
         return;
     }
-    char *text = cJSON_PrintUnformatted(hf);
-    if (!text) {
-        ps__json_error(d, "$.model.hf", "out of memory");
+    ps_transformer t;
+    if (ps__transformer_read_hf(hf, "$.model.hf", d, &t))
         return;
-    }
     char msg[PS__ERRLEN] = "";
-    int rc = ps_transformer_from_hf(text, strlen(text), out, msg, sizeof msg);
-    cJSON_free(text);
+    int rc = ps_transformer_check(&t, msg, sizeof msg);
     report_rc(d, "$.model.hf", rc, msg);
+    if (!rc)
+        *out = t;
 }
 
 static void load_model_field(ps__json_diag *d, const char *path, const cJSON *it, size_t offset,

@@ -7,8 +7,10 @@
  * with ps_transformer_check().
  *
  * Every problem of the reading phases is reported, in one message, through the JSON
- * diagnostics collector of src/io (json_diag.h); keys the model does not use are ignored,
- * since real configs carry dozens of them (tokenizer ids, rope scaling, dtypes).
+ * diagnostics collector of src/io (json_diag.h), under the key's JSON path ("$.hidden_size" in
+ * a config.json; ps__transformer_read_hf takes the path of a config nested in another file,
+ * "$.model.hf.hidden_size" in an estimate configuration); keys the model does not use are
+ * ignored, since real configs carry dozens of them (tokenizer ids, rope scaling, dtypes).
  * SPDX-License-Identifier: MIT
  */
 #include "model/transformer.h"
@@ -93,11 +95,13 @@ static const char *const rms_silu_families[] = {"llama", "mistral",  "mixtral",
 /* What a config's reading found, beyond the fields themselves. */
 typedef struct hf_read {
     ps_transformer *t;
-    ps__json_diag diag;
-    const char *set_by[N_SLOTS]; /* the key that filled each field, NULL = none */
-    bool present[N_SLOTS];       /* a key of the field was in the config, valid or not */
-    const char *model_type;      /* NULL when absent */
-    bool gpt2;                   /* GPT-2's key names (n_embd, ...) or model_type "gpt2" */
+    ps__json_diag *diag;
+    const char *parent;           /* the JSON path of the config object */
+    char path[PS__JSON_PATH_LEN]; /* the last path at() wrote */
+    const char *set_by[N_SLOTS];  /* the key that filled each field, NULL = none */
+    bool present[N_SLOTS];        /* a key of the field was in the config, valid or not */
+    const char *model_type;       /* NULL when absent */
+    bool gpt2;                    /* GPT-2's key names (n_embd, ...) or model_type "gpt2" */
 } hf_read;
 
 /* ---- parsing ------------------------------------------------------------------------------- */
@@ -122,6 +126,13 @@ static int parse(const char *json, size_t len, cJSON **root, char *err, size_t e
 
 /* ---- reading the keys ---------------------------------------------------------------------- */
 
+/* The JSON path of the config's key (valid until the next call). */
+static const char *at(hf_read *r, const char *key)
+{
+    ps__json_key_path(r->path, r->parent, key);
+    return r->path;
+}
+
 static int32_t *slot(ps_transformer *t, size_t offset)
 {
     return (int32_t *)(void *)((char *)t + offset);
@@ -132,13 +143,13 @@ static void read_key(hf_read *r, const hf_key *k, const cJSON *it)
 {
     const ps__transformer_field *f = ps__transformer_field_at(k->offset);
     if (!f) { /* the table names only fields of the field table: a broken invariant */
-        ps__json_error(&r->diag, k->key, "internal error: no field at offset %zu", k->offset);
+        ps__json_error(r->diag, at(r, k->key), "internal error: no field at offset %zu", k->offset);
         return;
     }
     int32_t v = 0;
     if (k->kind == READ_BOOL) {
         if (!cJSON_IsBool(it)) {
-            ps__json_type_error(&r->diag, k->key, "true or false", it);
+            ps__json_type_error(r->diag, at(r, k->key), "true or false", it);
             return;
         }
         v = cJSON_IsTrue(it) ? 1 : 0;
@@ -146,21 +157,21 @@ static void read_key(hf_read *r, const hf_key *k, const cJSON *it)
         v = 0;
     } else {
         if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble)) {
-            ps__json_type_error(&r->diag, k->key,
+            ps__json_type_error(r->diag, at(r, k->key),
                                 f->min > 0 ? "a positive integer" : "a non-negative integer", it);
             return;
         }
         double d = it->valuedouble;
         if (d < f->min || d > f->max) {
-            ps__json_error(&r->diag, k->key, "%.15g is out of range [%" PRId32 ", %" PRId32 "]", d,
-                           f->min, f->max);
+            ps__json_error(r->diag, at(r, k->key),
+                           "%.15g is out of range [%" PRId32 ", %" PRId32 "]", d, f->min, f->max);
             return;
         }
         v = (int32_t)d;
     }
     size_t s = k->offset / sizeof(int32_t);
     if (r->set_by[s] && *slot(r->t, k->offset) != v) {
-        ps__json_error(&r->diag, k->key, "%" PRId32 " conflicts with %s (%" PRId32 ")", v,
+        ps__json_error(r->diag, at(r, k->key), "%" PRId32 " conflicts with %s (%" PRId32 ")", v,
                        r->set_by[s], *slot(r->t, k->offset));
         return;
     }
@@ -191,7 +202,7 @@ static const char *read_string(hf_read *r, const cJSON *root, const char *key)
     if (!it)
         return NULL;
     if (!cJSON_IsString(it)) {
-        ps__json_type_error(&r->diag, key, "a string", it);
+        ps__json_type_error(r->diag, at(r, key), "a string", it);
         return NULL;
     }
     return it->valuestring;
@@ -252,7 +263,7 @@ static void read_activation(hf_read *r, const cJSON *root)
             r->t->gated_mlp = r->gpt2 ? 0 : 1;
             return;
         }
-        ps__json_error(&r->diag, "hidden_act",
+        ps__json_error(r->diag, at(r, "hidden_act"),
                        "missing (needed to tell a gated MLP from a plain one)");
         return;
     }
@@ -267,7 +278,7 @@ static void read_activation(hf_read *r, const cJSON *root)
     char shown[PS__JSON_ITEM_LEN] = "";
     ps__json_quote(shown, sizeof shown, act);
     const char *hint = ps__json_suggest(act, activation_name, NULL);
-    ps__json_error(&r->diag, key,
+    ps__json_error(r->diag, at(r, key),
                    "unknown activation %s%s%s%s (known: silu, swish, swiglu, gelu*, relu*)", shown,
                    hint ? " (did you mean \"" : "", hint ? hint : "", hint ? "\"?)" : "");
 }
@@ -300,7 +311,7 @@ static void read_moe_pattern(hf_read *r, const cJSON *root)
         if (!cJSON_IsNumber(it) || it->valuedouble != 1.0) {
             char got[PS__JSON_ITEM_LEN];
             ps__json_describe(got, sizeof got, it);
-            ps__json_error(&r->diag, every_layer[i],
+            ps__json_error(r->diag, at(r, every_layer[i]),
                            "%s is not supported (only 1: every layer after the first dense ones "
                            "is an MoE layer)",
                            got);
@@ -311,7 +322,7 @@ static void read_moe_pattern(hf_read *r, const cJSON *root)
         (!cJSON_IsArray(dense) || cJSON_GetArraySize(dense) > 0)) {
         char got[PS__JSON_ITEM_LEN];
         ps__json_describe(got, sizeof got, dense);
-        ps__json_error(&r->diag, "mlp_only_layers",
+        ps__json_error(r->diag, at(r, "mlp_only_layers"),
                        "%s is not supported (only an empty list; use first_k_dense_replace for "
                        "leading dense layers)",
                        got);
@@ -333,7 +344,7 @@ static void read_name(hf_read *r, const cJSON *root)
 static void require(hf_read *r, size_t offset, const char *key)
 {
     if (!r->present[offset / sizeof(int32_t)])
-        ps__json_error(&r->diag, key, "missing (required)");
+        ps__json_error(r->diag, at(r, key), "missing (required)");
 }
 
 /* What a config may leave out, filled as its family's code does. */
@@ -350,17 +361,19 @@ static void fill_defaults(hf_read *r)
         t->ffn = 4 * t->hidden; /* GPT-2: n_inner null means 4 n_embd */
     else if (!r->present[offsetof(ps_transformer, ffn) / sizeof(int32_t)] &&
              !(t->experts > 0 && t->first_dense == 0 && t->moe_ffn > 0))
-        ps__json_error(&r->diag, "intermediate_size", "missing (required: the MLP size)");
+        ps__json_error(r->diag, at(r, "intermediate_size"), "missing (required: the MLP size)");
     if (!was_set(r, offsetof(ps_transformer, tied_embeddings)))
         t->tied_embeddings = r->gpt2 ? 1 : 0; /* GPT-2 ties its head to the embedding */
     if (t->shared_ffn > 0 && !was_set(r, offsetof(ps_transformer, shared_experts)))
         t->shared_experts = 1; /* Qwen2-MoE: one shared expert of that size */
 }
 
-/* ---- the entry point ----------------------------------------------------------------------- */
+/* ---- the entry points ---------------------------------------------------------------------- */
 
+/* Reads the config into *r->t; PS_ECONFIG when it reported a problem. */
 static int read_config(hf_read *r, const cJSON *root)
 {
+    size_t before = r->diag->errors;
     r->model_type = read_string(r, root, "model_type");
     r->gpt2 = (r->model_type && !strcmp(r->model_type, "gpt2")) ||
               cJSON_GetObjectItemCaseSensitive(root, "n_embd") != NULL;
@@ -370,7 +383,19 @@ static int read_config(hf_read *r, const cJSON *root)
     read_moe_pattern(r, root);
     read_name(r, root);
     fill_defaults(r);
-    return r->diag.errors ? PS_ECONFIG : 0;
+    return r->diag->errors != before ? PS_ECONFIG : 0;
+}
+
+int ps__transformer_read_hf(const cJSON *root, const char *parent, ps__json_diag *d,
+                            ps_transformer *out)
+{
+    ps_transformer t;
+    memset(&t, 0, sizeof t);
+    hf_read r = {.t = &t, .diag = d, .parent = parent};
+    int rc = read_config(&r, root);
+    if (!rc)
+        *out = t;
+    return rc;
 }
 
 int ps_transformer_from_hf(const char *json, size_t len, ps_transformer *out, char *err,
@@ -386,13 +411,12 @@ int ps_transformer_from_hf(const char *json, size_t len, ps_transformer *out, ch
     if (rc)
         goto out;
     ps_transformer t;
-    memset(&t, 0, sizeof t);
-    hf_read r = {.t = &t};
-    ps__json_diag_init(&r.diag);
-    rc = read_config(&r, root);
+    ps__json_diag d;
+    ps__json_diag_init(&d);
+    rc = ps__transformer_read_hf(root, "$", &d, &t);
     if (rc) {
         char msg[PS__ERRLEN] = "";
-        ps__json_diag_render(&r.diag, msg);
+        ps__json_diag_render(&d, msg);
         ps__seterr_n(err, errlen, rc, "%s", msg);
         goto out;
     }

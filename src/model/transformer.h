@@ -12,8 +12,11 @@
 #define PS_MODEL_TRANSFORMER_H
 
 #include "internal.h"
+#include "io/json_diag.h"
 
 #include <pipesched/model.h>
+
+#include <cJSON.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -27,5 +30,15 @@ typedef struct ps__transformer_field {
 
 /* The field stored at offset (an offsetof(ps_transformer, ...)), or NULL. */
 const ps__transformer_field *ps__transformer_field_at(size_t offset);
+
+/*
+ * Reads the HuggingFace config.json object root (docs/models.md) into *out, reporting every
+ * problem to d under the key's JSON path below parent ("$" for a config.json file,
+ * "$.model.hf" for the config inside an estimate configuration), so that a nested config is
+ * read without being printed and parsed again. Returns 0, or PS_ECONFIG when it reported a
+ * problem (*out is then unchanged). ps_transformer_check is the caller's to run.
+ */
+int ps__transformer_read_hf(const cJSON *root, const char *parent, ps__json_diag *d,
+                            ps_transformer *out);
 
 #endif /* PS_MODEL_TRANSFORMER_H */
