@@ -230,9 +230,13 @@ static int check_stage_tables(ps_schedule *s, const ps__family *f, const ps_prob
     rc = check_stage_count(s, "stage_costs", pb->n_stage_costs, f, pb, z);
     if (rc)
         return rc;
-    if (pb->has_moe)
-        return ps__check_stage_layers(pb, (int32_t)(z->nstages / z->copies), s->err);
-    return 0;
+    if (!pb->has_moe)
+        return 0;
+    /* The extras are priced by the simulator and, for zb-auto, planned with. */
+    rc = check_stage_count(s, "the MoE extra costs", pb->n_moe_extra, f, pb, z);
+    if (rc)
+        return rc;
+    return ps__check_stage_layers(pb, (int32_t)(z->nstages / z->copies), s->err);
 }
 
 static void fill_params(ps__params *p, const ps_problem *pb, const gen_size *z)

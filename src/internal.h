@@ -239,8 +239,10 @@ const ps_plan_stats *ps__plan_stats(const ps_plan *pl);
  * even split with the shorter stages first). */
 void ps__stage_layer_range(const ps_problem *pb, int32_t stages, int32_t stage, int32_t *l0,
                            int32_t *n);
-/* The planned durations of F (f), I (b) and W (w) of every stage of a schedule with nstages
- * stages and `copies` model copies under pb's MoE model (zb-auto schedules with them). */
+/* The durations of F (f), I (b) and W (w) of every stage of a schedule with nstages stages and
+ * `copies` model copies under pb's MoE model, as the simulator prices them: planned, plus the
+ * stage's extras (ps__problem_set_moe_extra; PS_ECONFIG when their count is not nstages).
+ * zb-auto schedules with them. */
 int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_stage_cost *out,
                       char *err);
 /* Walks the model stages in order: given the previous stage's first layer and count in *l0 and

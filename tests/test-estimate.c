@@ -7,6 +7,7 @@
  */
 #include "common.h"
 
+#include "internal.h"   /* ps__moe_stage_fbw: the durations zb-auto plans with */
 #include "model/cost.h" /* the closed forms, checked directly */
 
 #include <cJSON.h>
@@ -667,6 +668,44 @@ START_TEST(estimate_trace_tail)
 }
 END_TEST
 
+/*
+ * MoE with zb-auto, which plans with its own per-stage durations: they must be the simulator's,
+ * the output layer included. The model of estimate_moe_through_planner on pp 4: stages 2 and 3
+ * hold two MoE layers each, and stage 3 adds the output layer and the loss, worked by hand as
+ * in estimate_dense_by_hand: F and I by out + loss, W by out (the output layer's dW).
+ */
+START_TEST(estimate_moe_zb_auto_extras)
+{
+    ps_transformer m = small_model();
+    m.layers = 8, m.experts = 8, m.top_k = 2, m.moe_ffn = 512, m.first_dense = 1;
+    m.shared_experts = 1, m.gated_mlp = 1, m.rms_norm = 1;
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.gpus = 8, t.pp = 4, t.ep = 2, t.gbs = 16;
+    strcpy(t.schedule, "zb-auto");
+    ps_estimate *e = run_ok(&m, &h, &t);
+    ck_assert_str_eq(ps_schedule_family(ps_estimate_schedule(e)), "zb-auto");
+    const ps_problem *pb = ps_estimate_problem(e);
+    ps_stage_cost fbw[4];
+    char err[PS__ERRLEN] = "";
+    ck_assert_int_eq(ps__moe_stage_fbw(pb, 4, 1, fbw, err), 0);
+    const double out = 2 * 1024.0 * 1024 * 32000 / 5e13, loss = 2 * 4 * 1024.0 * 32000 / 5e11;
+    near(fbw[3].f - fbw[2].f, out + loss);
+    near(fbw[3].b - fbw[2].b, out + loss);
+    near(fbw[3].w - fbw[2].w, out);
+    /* and they are the simulator's, stage by stage */
+    const ps_sim *sim = ps_estimate_sim(e);
+    for (int32_t st = 0; st < 4; st++) {
+        ps_action f = {PS_F, 0, 0, st, 0, 0, 0}, i = {PS_I, 0, 0, st, 0, 0, 0};
+        ps_action w = {PS_W, 0, 0, st, 0, 0, 0};
+        near(ps_sim_duration(sim, &f), fbw[st].f);
+        near(ps_sim_duration(sim, &i), fbw[st].b);
+        near(ps_sim_duration(sim, &w), fbw[st].w);
+    }
+    ps_estimate_free(e);
+}
+END_TEST
+
 /* The trace's allocations fail cleanly. */
 START_TEST(estimate_trace_alloc_failure)
 {
@@ -743,6 +782,7 @@ int main(void)
     tcase_add_test(tc, estimate_trace_by_hand);
     tcase_add_test(tc, estimate_trace_tail);
     tcase_add_test(tc, estimate_trace_alloc_failure);
+    tcase_add_test(tc, estimate_moe_zb_auto_extras);
     suite_add_tcase(su, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, estimate_config_errors);

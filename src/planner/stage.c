@@ -9,7 +9,9 @@
  *
  * ps__moe_stage_fbw() gives zb-auto its per-stage F, I and W durations by planning each
  * stage's chunks alone; a stage of the same composition (layer and dense-layer counts) as the
- * one before reuses its plans, so an even split costs a few plans, not one per stage.
+ * one before reuses its plans, so an even split costs a few plans, not one per stage. The
+ * problem's per-stage extras are added last, as the simulator adds them, so that zb-auto plans
+ * with the durations the simulation will use.
  * SPDX-License-Identifier: MIT
  */
 #include "internal.h"
@@ -102,6 +104,17 @@ static int plan_fiw(ps_plan *pl, const ps_moe_model *m, int32_t l0, int32_t n, p
     return rc;
 }
 
+/* Adds the problem's per-stage extras (the embedding, the output layer and the loss of the
+ * performance model; ps__problem_set_moe_extra) to the planned parts, as the simulator does. */
+static void add_extras(const ps_problem *pb, int32_t nstages, ps_stage_cost *out)
+{
+    for (int32_t s = 0; s < nstages && pb->n_moe_extra; s++) {
+        out[s].f += pb->moe_extra[s].f;
+        out[s].b += pb->moe_extra[s].b;
+        out[s].w += pb->moe_extra[s].w;
+    }
+}
+
 int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_stage_cost *out,
                       char *err)
 {
@@ -109,6 +122,10 @@ int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_
     int rc = ps__check_stage_layers(pb, ms, err);
     if (rc)
         return rc;
+    if (pb->n_moe_extra && pb->n_moe_extra != (size_t)nstages)
+        return ps__seterr(err, PS_ECONFIG,
+                          "the MoE extra costs have %zu entr%s but the schedule has %d stages",
+                          pb->n_moe_extra, pb->n_moe_extra == 1 ? "y" : "ies", (int)nstages);
     ps_plan *pl;
     if (ps_plan_new(&pl, &pb->al))
         return ps__seterr(err, PS_ENOMEM, "out of memory");
@@ -126,6 +143,8 @@ int ps__moe_stage_fbw(const ps_problem *pb, int32_t nstages, int32_t copies, ps_
     }
     for (int32_t s = ms; s < nstages && !rc; s++)
         out[s] = out[s % ms];
+    if (!rc) /* after the copies above, which must not carry one stage's extras to another */
+        add_extras(pb, nstages, out);
     ps_plan_free(pl);
     return rc;
 }
