@@ -774,11 +774,11 @@ static int calibrate(const char *path, int do_fit)
     find_same(rows, n);
     predict_all(rows, n, NULL);
     assign_groups(rows, n);
-    printf("== 1. uncalibrated (the generic efficiency figures of every preset) ==\n");
+    printf("== 1. the presets' own efficiency figures (as committed) ==\n");
     print_rows(rows, n);
     print_skipped(rows, n);
     print_floor(rows, n);
-    printf("\naccuracy, generic figures:\n");
+    printf("\naccuracy, the presets' figures:\n");
     summary(rows, n);
     if (!do_fit) {
         ps_estimate_free(est);

@@ -152,11 +152,14 @@ START_TEST(hardware_presets_generic_efficiency)
 {
     static const struct {
         const char *name;
-        double gemm, half, attn, intra, inter;
-    } want[] = {{"a100-80g", 0.805, 16, 0.07, 0.4375, 1}, {"h100-sxm", 0.78, 168, 0.185, 0.6437, 1},
-                {"h800", 0.75, 128, 0.5, 0.8, 0.8},       {"h200", 0.75, 128, 0.5, 0.8, 0.8},
-                {"b200", 0.82, 1408, 0.2, 0.15, 0.6},     {"gb200", 0.74, 2048, 0.2, 0.3, 1},
-                {"ascend-910b", 0.75, 128, 0.5, 0.8, 0.8}};
+        double gemm, half, attn, intra, inter, moe;
+    } want[] = {{"a100-80g", 0.83, 384, 0.08, 1, 0.525, 0},
+                {"h100-sxm", 0.815, 288, 0.2, 0.7124, 1, 1875},
+                {"h800", 0.75, 128, 0.5, 0.8, 0.8, 0},
+                {"h200", 0.75, 128, 0.5, 0.8, 0.8, 0},
+                {"b200", 0.94, 192, 0.16, 0.2, 0.6, 2000},
+                {"gb200", 0.8925, 1768, 0.17, 0.3375, 1, 0},
+                {"ascend-910b", 0.75, 128, 0.5, 0.8, 0.8, 0}};
     ck_assert_ptr_null(ps_hardware_builtin_name(sizeof want / sizeof want[0]));
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         ps_hardware hw = preset(want[i].name);
@@ -167,6 +170,7 @@ START_TEST(hardware_presets_generic_efficiency)
         ck_assert_double_eq(hw.bus_eff_intra, want[i].intra);
         ck_assert_double_eq(hw.bus_eff_inter, want[i].inter);
         ck_assert_double_eq(hw.overhead_gib, 3);
+        ck_assert_double_eq(hw.moe_layer_us, want[i].moe);
     }
 }
 END_TEST
@@ -285,7 +289,7 @@ START_TEST(hardware_file_base_overrides)
     ck_assert_double_eq(hw.hbm_gbps, 3350);
     ck_assert_double_eq(hw.intra_gbps, 450);
     ck_assert_int_eq(hw.devices_per_node, 8);
-    ck_assert_double_eq(hw.attn_eff, 0.185); /* h100-sxm's calibrated figure */
+    ck_assert_double_eq(hw.attn_eff, 0.2); /* h100-sxm's calibrated figure */
     /* Without "name", the base's name; the base is found case-insensitively. */
     ck_assert_int_eq(load("{\"base\": \"B200\", \"devices_per_node\": 4}", &hw, NULL, 0), 0);
     ck_assert_str_eq(hw.name, "b200");

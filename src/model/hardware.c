@@ -44,9 +44,11 @@ static const ps_hardware generic = {.name = "custom", GENERIC_EFFICIENCY};
 /* Calibrated figures: fitted per device by bench/calibrate.c on the published step times of
  * shared/reference/steptimes (bench/README.md, "Calibration of the performance model"; fit of
  * 2026-12-01, minimum mean absolute percentage error over that device's rows). They are
- * effective figures: where the model lacks a term (memory-bound kernels, FSDP, MoE dispatch
- * overheads) the fit absorbs it, so attn_eff and gemm_half_dim are far from what a kernel
- * benchmark would show. mem_eff and overhead_gib stay generic (not fitted). */
+ * effective figures: where the model lacks a term (vTrain's unfused attention, all-to-all
+ * efficiency apart from ring collectives', grouped-GEMM efficiency, software releases) the fit
+ * absorbs it, so attn_eff and the bus efficiencies are far from what a kernel or NCCL benchmark
+ * would show. moe_layer_us is fitted where the device has MoE rows (H100, B200; GB200's fit
+ * gives 0). mem_eff and overhead_gib stay generic (not fitted). */
 #define CALIBRATED(gemm, attn, half, intra, inter, moe)                                            \
     .gemm_eff = gemm, .gemm_half_dim = half, .attn_eff = attn, .mem_eff = 0.8,                     \
     .bus_eff_intra = intra, .bus_eff_inter = inter, .overhead_gib = 3, .moe_layer_us = moe
@@ -70,7 +72,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 25,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.805, 0.07, 16, 0.4375, 1, 0)},
+     CALIBRATED(0.83, 0.08, 384, 1, 0.525, 0)},
     {.name = "h100-sxm",
      .peak_tflops_bf16 = 989,
      .peak_tflops_fp8 = 1979,
@@ -81,7 +83,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.78, 0.185, 168, 0.6437, 1, 0)},
+     CALIBRATED(0.815, 0.2, 288, 0.7124, 1, 1875)},
     /* H100 with NVLink cut to 400 GB/s both ways (export version). */
     {.name = "h800",
      .peak_tflops_bf16 = 989,
@@ -116,7 +118,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.82, 0.2, 1408, 0.15, 0.6, 0)},
+     CALIBRATED(0.94, 0.16, 192, 0.2, 0.6, 2000)},
     /* GB200 NVL72: the rack figures divided by its 72 GPUs; the "node" is the NVLink domain. */
     {.name = "gb200",
      .peak_tflops_bf16 = 2500,
@@ -128,7 +130,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.74, 0.2, 2048, 0.3, 1, 0)},
+     CALIBRATED(0.8925, 0.17, 1768, 0.3375, 1, 0)},
     /* Atlas 800T A2: 8 NPUs joined by HCCS, one 200 Gb/s RoCE port each. FP16 peak, no FP8. */
     {.name = "ascend-910b",
      .peak_tflops_bf16 = 320,
