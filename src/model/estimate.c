@@ -787,7 +787,8 @@ static int run_auto(ps_estimate *e, const ps__setup *u, const derived *d, const 
                        2.0 * d->emb_tp,
                        d->out_f + d->out_i + d->out_w,
                        eval_split,
-                       &a};
+                       &a,
+                       PS__PARTITION_EXHAUSTIVE};
     return ps__partition_search(&p, e->counts + e->cap_st, e->counts + 2 * e->cap_st, &e->part);
 }
 

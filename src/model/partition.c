@@ -21,7 +21,12 @@
  * Every kept move strictly decreases the step time, so no split is visited twice as a start of
  * a pass and the search ends; the bound ps__partition_bound (8 stages^2 moves) caps it for
  * inputs where it would take long. Ties keep the earlier split, so the result depends only on
- * the inputs. docs/layout.md has the measured agreement with a brute force.
+ * the inputs.
+ *
+ * The local search can stop on a plateau (docs/layout.md). When the splits are few (at most
+ * p->exhaustive: C(layers + stages - 1, stages - 1)), every split is simulated instead, after
+ * the start and in reverse lexicographic order, and the least step time wins (the start, then
+ * the earliest split, on a tie): the brute-force minimum.
  * SPDX-License-Identifier: MIT
  */
 #include "model/partition.h"
@@ -31,6 +36,22 @@
 int64_t ps__partition_bound(int32_t stages)
 {
     return 8 * (int64_t)stages * stages;
+}
+
+int64_t ps__partition_splits(int32_t layers, int32_t stages, int64_t cap)
+{
+    if (stages <= 1 || layers <= 0)
+        return 1;
+    int64_t n = (int64_t)layers + stages - 1, k = stages - 1, c = 1;
+    if (k > n - k)
+        k = n - k;
+    /* c = C(n - k + i, i) after step i: integral at every step, and at most cap * n. */
+    for (int64_t i = 1; i <= k; i++) {
+        c = c * (n - k + i) / i;
+        if (c > cap)
+            return cap + 1;
+    }
+    return c;
 }
 
 /* The search's state: best is the current split, cand mirrors it between moves. */
@@ -172,6 +193,38 @@ static int distant_moves(search *s)
     return 0;
 }
 
+/* Every split, from (layers, 0, ..., 0) down to (0, ..., 0, layers): the next one moves one
+ * layer off the rightmost non-empty stage before the last and puts the last stage's layers
+ * after it. Keeps a split when its step time is strictly below the best. */
+static int exhaustive(search *s)
+{
+    const ps__partition *p = s->p;
+    int32_t n = p->stages, *c = s->cand;
+    memset(c, 0, (size_t)n * sizeof *c);
+    c[0] = p->layers;
+    for (;;) {
+        double step;
+        int rc = evaluate(s, c, &step);
+        if (rc)
+            return rc;
+        s->last_is_best = 0;
+        if (step < s->best_step) {
+            memcpy(s->best, c, (size_t)n * sizeof *c);
+            s->best_step = step;
+            s->last_is_best = 1;
+        }
+        int32_t j = n - 2;
+        while (j >= 0 && c[j] == 0)
+            j--;
+        if (j < 0)
+            return 0;
+        int32_t last = c[n - 1];
+        c[j]--;
+        c[n - 1] = 0;
+        c[j + 1] = last + 1;
+    }
+}
+
 int ps__partition_search(const ps__partition *p, int32_t *best, int32_t *cand,
                          ps__partition_stats *stats)
 {
@@ -181,6 +234,22 @@ int ps__partition_search(const ps__partition *p, int32_t *best, int32_t *cand,
     if (rc)
         return rc;
     double start_step = s.best_step;
+    int64_t splits = p->stages > 1 ? ps__partition_splits(p->layers, p->stages, p->exhaustive)
+                                   : p->exhaustive + 1;
+    if (splits <= p->exhaustive) {
+        if ((rc = exhaustive(&s)))
+            return rc;
+        if (!s.last_is_best && (rc = evaluate(&s, best, &s.best_step)))
+            return rc;
+        if (stats) {
+            stats->evals = s.evals;
+            stats->bound = splits + 3;
+            stats->even_step = even_step;
+            stats->start_step = start_step;
+            stats->best_step = s.best_step;
+        }
+        return 0;
+    }
     for (;;) {
         rc = adjacent_pass(&s);
         if (rc == 0)

@@ -31,7 +31,11 @@ typedef struct ps__partition {
     double tail_work;  /* the last stage's extra work (the output layer and the loss) */
     ps__split_eval eval;
     void *ctx;
+    int64_t exhaustive; /* at most this many splits: every one is simulated (exact) */
 } ps__partition;
+
+/* The estimate's limit for the exhaustive search: below it "auto" is the brute-force minimum. */
+#define PS__PARTITION_EXHAUSTIVE 4096
 
 /* What a search did. */
 typedef struct ps__partition_stats {
@@ -44,6 +48,10 @@ typedef struct ps__partition_stats {
 
 /* The most local-search moves evaluated for `stages` stages: 8 * stages^2. */
 int64_t ps__partition_bound(int32_t stages);
+
+/* The splits of `layers` over `stages` (empty stages allowed): C(layers + stages - 1,
+ * stages - 1), or cap + 1 when there are more than cap. */
+int64_t ps__partition_splits(int32_t layers, int32_t stages, int64_t cap);
 
 /*
  * Finds the split of p->layers over p->stages that minimises p->eval's step time: the best of
