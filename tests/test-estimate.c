@@ -398,6 +398,53 @@ START_TEST(estimate_collective_spread)
 }
 END_TEST
 
+/* group_size reaches the schedule: the estimate's interleaved table with G = 4 is the one
+ * generate makes for p 2, v 2, m 8, G 4, and differs from the default G = p = 2. */
+START_TEST(estimate_group_size)
+{
+    ps_transformer m = small_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.vpp = 2, t.gbs = 8;
+    strcpy(t.schedule, "interleaved");
+    ps_estimate *e = run_ok(&m, &h, &t);
+    ps_problem *pb;
+    ps_schedule *s[2];
+    ck_assert_int_eq(ps_problem_new(&pb, NULL), 0);
+    ck_assert_int_eq(ps_problem_set_schedule(pb, "interleaved"), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_PP, 2), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_VPP, 2), 0);
+    ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, 8), 0);
+    for (int g = 0; g < 2; g++) {
+        ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_GROUP_SIZE, g ? 4 : 0), 0);
+        ck_assert_int_eq(ps_schedule_new(&s[g], NULL), 0);
+        ck_assert_int_eq(ps_schedule_generate(s[g], pb), 0);
+    }
+    for (int g = 0; g < 2; g++) {
+        t.group_size = g ? 4 : 0;
+        ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+        const ps_schedule *got = ps_estimate_schedule(e);
+        for (int32_t r = 0; r < 2; r++) {
+            size_t n = ps_schedule_rank_length(got, r);
+            ck_assert_uint_eq(n, ps_schedule_rank_length(s[g], r));
+            ck_assert(memcmp(ps_schedule_rank_actions(got, r), ps_schedule_rank_actions(s[g], r),
+                             n * sizeof(ps_action)) == 0);
+        }
+    }
+    size_t n0 = ps_schedule_rank_length(s[0], 0);
+    ck_assert(memcmp(ps_schedule_rank_actions(s[0], 0), ps_schedule_rank_actions(s[1], 0),
+                     n0 * sizeof(ps_action)) != 0);
+    t.group_size = 4;
+    strcpy(t.schedule, "1f1b");
+    t.vpp = 1;
+    ck_assert_int_ne(ps_estimate_run(e, &m, &h, &t), 0); /* 1f1b has no group size */
+    for (int g = 0; g < 2; g++)
+        ps_schedule_free(s[g]);
+    ps_problem_free(pb);
+    ps_estimate_free(e);
+}
+END_TEST
+
 /* moe_layer_us adds its fixed time once to a MoE layer's forward MLP and once to its input
  * gradient, and nothing to a dense layer or to the weight gradient; with token drop (the
  * routing's sizes known in advance) nothing at all. */
@@ -776,6 +823,7 @@ int main(void)
     tc = tcase_create("moe");
     tcase_add_test(tc, estimate_moe_through_planner);
     tcase_add_test(tc, estimate_moe_fixed_time);
+    tcase_add_test(tc, estimate_group_size);
     tcase_add_test(tc, estimate_collective_spread);
     suite_add_tcase(su, tc);
     tc = tcase_create("trace");

@@ -163,6 +163,8 @@ typedef struct ps_train {
     int32_t overlap_grad_reduce;   /* 1: DP gradient reduce overlaps the last backwards */
     int32_t overlap_param_gather;  /* 1: parameter all-gather overlaps the forwards */
     char schedule[32];             /* family or alias; "" = interleaved if vpp > 1, else 1f1b */
+    int32_t group_size;            /* interleaved/adaptive micro-batch group size (Megatron's
+                                      microbatch_group_size_per_vp_stage); 0 = pp */
     int32_t a2a;                   /* ps_a2a for the MoE layers */
     int32_t moe_token_drop;        /* 1: MoE layers with a token capacity (token drop and
                                       padding, the routing's sizes known in advance): no host

@@ -158,6 +158,8 @@ static void fill_train(const cli_opts *o, ps_train *t)
         t->overlap_grad_reduce = t->overlap_param_gather = 0;
     if (o->schedule)
         snprintf(t->schedule, sizeof t->schedule, "%s", o->schedule);
+    if (o->group > 0)
+        t->group_size = (int32_t)o->group;
     if (o->layout)
         t->layout = o->layout;
     if (o->first_layers >= 0)

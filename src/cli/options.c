@@ -93,7 +93,7 @@ const cli_option cli_options[] = {
      INT(group, 1, PS_MAX_MICROBATCHES),
      .metavar = "N",
      .def = "pp",
-     .commands = SCHEDULE_COMMANDS,
+     .commands = SCHEDULE_COMMANDS " " EST,
      .help = "interleaved/adaptive micro-batch group size (default pp)",
      .doc = "Refused by the other families."},
     {.name = "costs",

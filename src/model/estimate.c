@@ -501,6 +501,7 @@ static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, c
         (rc = ps_problem_set_int(pb, PS_PARAM_PP, u->pp)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_VPP, u->copies > 1 ? 1 : u->vpp)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, u->micro)) ||
+        (rc = ps_problem_set_int(pb, PS_PARAM_GROUP_SIZE, u->tr->group_size)) ||
         (rc = ps_problem_set_cost(pb, PS_COST_C, c)))
         return fail(e, rc, "problem", ps_problem_last_error(pb));
     if (u->m->experts == 0) {

@@ -142,6 +142,9 @@ static const train_key train_keys[] = {
     {BOOL(overlap_param_gather), .doc = "parameter all-gather overlaps the forwards"},
     {AT(schedule), .type = T_NAME,
      .doc = "schedule family or alias; \"\" = interleaved if vpp > 1, else 1f1b"},
+    {INT(group_size, 0, PS_MAX_MICROBATCHES),
+     .doc = "interleaved/adaptive micro-batch group size (Megatron's "
+            "microbatch_group_size_per_vp_stage); 0 = pp"},
     {CHOICE(a2a, a2as), .doc = "all-to-all of the MoE layers"},
     {BOOL(moe_token_drop),
      .doc = "MoE with a token capacity (drop and pad): no routing host synchronisation"},
