@@ -1,0 +1,168 @@
+/*
+ * pipesched tune — the search over parallel configurations (docs/tune.md).
+ *
+ * Part of libpipesched: include it after or instead of model.h. Given a model, a machine and
+ * a job (devices, global batch, sequence length), ps_tune_run enumerates every combination of
+ * the knobs below that the user's constraints leave, rejects what cannot run by cheap checks
+ * (the divisibility rules of ps_estimate_run, a memory lower bound that is exact for the
+ * weights, gradients and optimizer state), simulates every other candidate with
+ * ps_estimate_run (never a closed form), and keeps the K fastest that fit, the Pareto front
+ * of step time against peak memory, and the count of every rejection by reason.
+ *
+ * A branch-and-bound skips a candidate only when it provably belongs neither to the top K nor
+ * to the front: its step-time lower bound (the model's FLOPs per device at the fastest peak,
+ * plus the mean optimizer step of its pipeline ranks) exceeds the K-th best step time found so
+ * far, and a configuration already found is faster than that bound with no more memory than
+ * the candidate's memory lower bound. The answer is therefore the brute force's.
+ *
+ * Determinism: candidates are numbered in the mixed-radix order of the knobs (ps_tune_knob,
+ * the first slowest; each knob's values ascending as ps_tune_value_name lists them); results
+ * are ordered by step time, then peak memory, then that number. Threads change only the
+ * search figures (time, pruned count), never the top K, the front or the rejection counts.
+ *
+ * Errors follow pipesched.h: 0 or a negative PS_E* code, the message on the handle
+ * (ps_tune_last_error).
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PIPESCHED_TUNE_H
+#define PIPESCHED_TUNE_H
+
+#include <pipesched/model.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The knobs, in the order that numbers the candidates (the first varies slowest). */
+typedef enum ps_tune_knob {
+    PS_KNOB_TP = 0,
+    PS_KNOB_CP,
+    PS_KNOB_PP,
+    PS_KNOB_EP,
+    PS_KNOB_ETP,       /* 0 for a dense model (= tp) */
+    PS_KNOB_VPP,
+    PS_KNOB_SCHEDULE,  /* an index into ps_tune_family_name */
+    PS_KNOB_MBS,
+    PS_KNOB_RECOMPUTE, /* a ps_recompute */
+    PS_KNOB_DISTOPT,   /* 0 or 1: the distributed optimizer */
+    PS_KNOB_PRECISION, /* a ps_precision */
+    PS_KNOB_A2A,       /* a ps_a2a: flat or hierarchical for a MoE model, auto for a dense one */
+    PS_KNOBS
+} ps_tune_knob;
+
+/* One configuration: a value per knob. */
+typedef struct ps_tune_config {
+    int32_t knob[PS_KNOBS];
+} ps_tune_config;
+
+/* The job and the search's settings. */
+typedef struct ps_tune_job {
+    int32_t gpus;           /* devices, >= 1 */
+    int32_t gpus_per_node;  /* 0 = the hardware's devices_per_node */
+    int64_t gbs;            /* global batch, sequences */
+    int32_t seq;            /* sequence length, tokens */
+    double mem_reserve_gib; /* memory kept free on every device: the limit is hbm_gib - this */
+    int32_t top_k;          /* rows kept, >= 1 */
+    int32_t threads;        /* 0 = every online core */
+    int32_t no_prune;       /* 1: simulate every candidate that passes the cheap checks */
+    int32_t record_all;     /* 1: keep every candidate's outcome for ps_tune_write_csv */
+} ps_tune_job;
+
+/* Fills *j: gpus 8, gbs 8, seq 4096, no reserve, top 10, all cores, pruning on. */
+PS_EXTERN void ps_tune_job_init(ps_tune_job *j);
+
+/* Knob names ("tp", "cp", "pp", "ep", "etp", "vpp", "schedule", "mbs", "recompute",
+ * "distributed-optimizer", "precision", "a2a"), NULL past the end; the lookup is
+ * case-sensitive and takes "distopt" too: the knob or PS_ENOTFOUND. */
+PS_EXTERN const char *ps_tune_knob_name(int knob);
+PS_EXTERN int ps_tune_knob_lookup(const char *name);
+/* The families the search tries, in their order: 1f1b, interleaved, zb-h1, zb-h2, zb-v,
+ * v-half, v-min, dualpipe, dualpipev, adaptive; NULL past the end. */
+PS_EXTERN const char *ps_tune_family_name(size_t i);
+/* A knob's value from a word: numbers for the sizes; a family name or alias (schedule);
+ * none/selective/full; 0/1/off/on/false/true (distributed optimizer); bf16/fp8;
+ * auto/flat/hierarchical. 0 or PS_ECONFIG. */
+PS_EXTERN int ps_tune_value_parse(int knob, const char *word, int32_t *out);
+/* The word of a value (the family's name, "full", "fp8", ...; the number for the sizes) into
+ * buf: its length, or PS_EINVAL. */
+PS_EXTERN int ps_tune_value_name(int knob, int32_t value, char *buf, size_t cap);
+
+/* The train of a configuration: ps_train_init's defaults, the job's gpus, gpus_per_node, gbs
+ * and seq, and the knobs. schedule and a2a as their words. */
+PS_EXTERN void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_train *out);
+
+typedef struct ps_tune ps_tune;
+
+PS_EXTERN int ps_tune_new(ps_tune **out, const ps_allocator *alloc);
+PS_EXTERN void ps_tune_free(ps_tune *t);
+PS_EXTERN const char *ps_tune_last_error(const ps_tune *t);
+
+/* Constraints, kept until changed: the knob takes only these n values (n = 1: fixed; n = 0:
+ * the constraint is removed), or values up to max (max <= 0: none). A value the machine or
+ * the model cannot take is refused by ps_tune_run, naming it. PS_EINVAL, PS_ERANGE (n above
+ * 64). */
+PS_EXTERN int ps_tune_allow(ps_tune *t, int knob, const int32_t *values, size_t n);
+PS_EXTERN int ps_tune_max(ps_tune *t, int knob, int32_t max);
+
+/* The dominant gap of a configuration: what its step spends most on besides compute. */
+enum { PS_GAP_BUBBLE, PS_GAP_TP, PS_GAP_CP, PS_GAP_EP, PS_GAP_PP, PS_GAP_DP, PS_GAP_OPTIMIZER };
+PS_EXTERN const char *ps_tune_gap_name(int gap);
+
+typedef struct ps_tune_row {
+    ps_tune_config config;
+    uint64_t index; /* the candidate's number */
+    ps_estimate_result result;
+    int32_t gap;    /* PS_GAP_* */
+    double gap_s;   /* its seconds */
+} ps_tune_row;
+
+typedef struct ps_tune_stats {
+    uint64_t candidates;    /* the product of the knobs' value lists */
+    uint64_t rejected;      /* by the cheap checks */
+    uint64_t simulated;     /* ps_estimate_run calls */
+    uint64_t failed;        /* simulated, refused by the estimate (schedule constraints) */
+    uint64_t over_memory;   /* simulated, peak above the limit */
+    uint64_t fitting;       /* simulated and fitting */
+    uint64_t pruned;        /* skipped by the bound (depends on threads and timing) */
+    uint64_t bound_breaks;  /* simulated steps below their lower bound: 0, or a bug */
+    double seconds;         /* wall time of the search */
+    double candidates_per_s, simulated_per_s;
+    int32_t threads;
+    double limit_gib;       /* hbm_gib - mem_reserve_gib */
+    double min_need_gib;    /* the least memory any candidate needs (exact or a lower bound) */
+    int32_t min_need_exact; /* 1: min_need_gib is a simulated peak; 0: a lower bound */
+} ps_tune_stats;
+
+/*
+ * Searches. PS_ECONFIG (message on the handle) when the model, hardware or job are invalid,
+ * when a constraint leaves no value of a knob (naming the knob, its candidates and what the
+ * constraint allowed), or when fp8 is allowed on hardware without an FP8 peak. A search in
+ * which nothing fits is not an error: ps_tune_top_count is 0 and the stats say the least memory
+ * needed. PS_ENOMEM; PS_EINTERNAL (a thread could not start).
+ */
+PS_EXTERN int ps_tune_run(ps_tune *t, const ps_transformer *model, const ps_hardware *hw,
+                          const ps_tune_job *job);
+PS_EXTERN int ps_tune_stats_get(const ps_tune *t, ps_tune_stats *out);
+/* The top rows (fastest first) and the front (fastest first, so peak memory decreasing). */
+PS_EXTERN size_t ps_tune_top_count(const ps_tune *t);
+PS_EXTERN int ps_tune_top(const ps_tune *t, size_t i, ps_tune_row *out);
+PS_EXTERN size_t ps_tune_front_count(const ps_tune *t);
+PS_EXTERN int ps_tune_front(const ps_tune *t, size_t i, ps_tune_row *out);
+/* The rejection reasons, most frequent first (ties: first seen in candidate order): the text
+ * (borrowed until the next run), an example (the first candidate's own message) and the count. */
+PS_EXTERN size_t ps_tune_reason_count(const ps_tune *t);
+PS_EXTERN int ps_tune_reason(const ps_tune *t, size_t i, const char **text, const char **example,
+                             uint64_t *count);
+/* With job.record_all: every candidate as one CSV line in candidate order (a header first):
+ * the knobs, the status (ok, over-memory, rejected, failed, pruned), the reason, step time,
+ * tokens/s/GPU, MFU and peak GiB. PS_ESTATE without a recorded run; PS_EIO when write fails. */
+PS_EXTERN int ps_tune_write_csv(const ps_tune *t, ps_write_fn write, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIPESCHED_TUNE_H */

@@ -1,0 +1,810 @@
+/*
+ * ps_tune_run: the candidates of the space (space.c) split over threads in chunks taken from
+ * one counter; each thread checks, bounds and simulates its candidates with its own estimate
+ * handle and keeps its own top K, Pareto front and rejection counts; the run then merges them.
+ *
+ * Why the answer does not depend on the threads: a thread prunes a candidate only against
+ * configurations it found itself, which exist, so a pruned candidate is slower than K found
+ * configurations and dominated by one found configuration (docs/tune.md); it is in neither
+ * the merged top K nor the merged front. Every other candidate's outcome is a function of the
+ * candidate alone, and the merge orders by (step time, peak memory, candidate number).
+ * SPDX-License-Identifier: MIT
+ */
+#include "tune/tune_int.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK 256
+#define MAX_THREADS 256
+#define KEY_LEN 200
+#define EXAMPLE_LEN 320
+
+enum { ST_OK, ST_OVER_MEMORY, ST_REJECTED, ST_FAILED, ST_PRUNED };
+static const char *const status_words[] = {"ok", "over-memory", "rejected", "failed", "pruned"};
+
+/* One reason: the counted text, the first candidate's own message, the count. */
+typedef struct reason {
+    char key[KEY_LEN];
+    char example[EXAMPLE_LEN];
+    uint64_t count, first;
+    double min_gib; /* memory reasons: the least memory needed among them; else 0 */
+} reason;
+
+/* One candidate's outcome, for the CSV. */
+typedef struct record {
+    double step, tok, mfu, peak;
+    uint16_t reason; /* a PS__R_* or PS__R_CHEAP + the thread's reason index; global after the merge */
+    uint8_t status, thread;
+} record;
+
+/* A growing array of reasons. */
+typedef struct reason_list {
+    reason *v;
+    size_t n, cap;
+} reason_list;
+
+typedef struct worker {
+    struct ps_tune *t;
+    int id;
+    ps_estimate *e;
+    ps_tune_row *top; /* sorted, at most K */
+    size_t ntop;
+    ps_tune_row *front; /* sorted by (step, peak, index), peaks decreasing */
+    size_t nfront, capfront;
+    uint64_t cheap[PS__R_CHEAP], cheap_first[PS__R_CHEAP];
+    double mem_min;
+    reason_list dyn;
+    uint64_t simulated, failed, over, fitting, pruned, breaks;
+    double need; /* least memory need seen: exact (simulated) or a lower bound */
+    int need_exact;
+    int rc;
+    char err[PS__ERRLEN];
+    pthread_t th;
+} worker;
+
+struct ps_tune {
+    ps_allocator al;
+    ps__constraints k;
+    ps__space sp;
+    ps_tune_row *top, *front;
+    size_t ntop, nfront, top_cap, front_cap; /* rows used, rows allocated */
+    reason_list reasons;
+    ps_tune_stats st;
+    record *recs;
+    uint64_t nrecs;
+    _Atomic uint64_t next;
+    int have;
+    char err[PS__ERRLEN];
+};
+
+/* ---- handle ---------------------------------------------------------------------------------- */
+
+void ps_tune_job_init(ps_tune_job *j)
+{
+    if (!j)
+        return;
+    memset(j, 0, sizeof *j);
+    j->gpus = 8, j->gbs = 8, j->seq = 4096, j->top_k = 10;
+}
+
+int ps_tune_new(ps_tune **out, const ps_allocator *alloc)
+{
+    ps_allocator al;
+    if (!out)
+        return PS_EINVAL;
+    *out = NULL;
+    ps__alloc_init(&al, alloc);
+    ps_tune *t = ps__calloc(&al, 1, sizeof *t);
+    if (!t)
+        return PS_ENOMEM;
+    t->al = al;
+    *out = t;
+    return 0;
+}
+
+static void clear_results(ps_tune *t)
+{
+    const ps_allocator *a = &t->al;
+    ps__free(a, t->top, t->top_cap, sizeof *t->top);
+    ps__free(a, t->front, t->front_cap, sizeof *t->front);
+    ps__free(a, t->reasons.v, t->reasons.cap, sizeof *t->reasons.v);
+    ps__free(a, t->recs, t->nrecs, sizeof *t->recs);
+    t->top = t->front = NULL;
+    t->ntop = t->nfront = t->top_cap = t->front_cap = 0;
+    memset(&t->reasons, 0, sizeof t->reasons);
+    t->recs = NULL;
+    t->nrecs = 0;
+    t->have = 0;
+}
+
+void ps_tune_free(ps_tune *t)
+{
+    if (!t)
+        return;
+    clear_results(t);
+    ps_allocator a = t->al;
+    ps__free(&a, t, 1, sizeof *t);
+}
+
+const char *ps_tune_last_error(const ps_tune *t)
+{
+    return t ? t->err : "invalid argument: NULL tune";
+}
+
+int ps_tune_allow(ps_tune *t, int knob, const int32_t *values, size_t n)
+{
+    if (!t || knob < 0 || knob >= PS_KNOBS || (n && !values))
+        return PS_EINVAL;
+    if (n > PS__TUNE_MAXALLOW)
+        return ps__seterr(t->err, PS_ERANGE, "at most %d values of %s; got %zu",
+                          PS__TUNE_MAXALLOW, ps_tune_knob_name(knob), n);
+    if (n)
+        memcpy(t->k.allow[knob], values, n * sizeof *values);
+    t->k.nallow[knob] = (int32_t)n;
+    return 0;
+}
+
+int ps_tune_max(ps_tune *t, int knob, int32_t max)
+{
+    if (!t || knob < 0 || knob >= PS_KNOBS)
+        return PS_EINVAL;
+    t->k.max[knob] = max;
+    return 0;
+}
+
+const char *ps_tune_gap_name(int gap)
+{
+    static const char *const names[] = {"bubble", "tp",  "cp",       "ep",
+                                        "pp",     "dp",  "optimizer"};
+    return gap >= 0 && gap <= PS_GAP_OPTIMIZER ? names[gap] : NULL;
+}
+
+/* ---- ordering -------------------------------------------------------------------------------- */
+
+/* The total order of results: step time, then peak memory, then the candidate number. */
+static int before(const ps_tune_row *a, const ps_tune_row *b)
+{
+    if (a->result.step_time_s != b->result.step_time_s)
+        return a->result.step_time_s < b->result.step_time_s;
+    if (a->result.peak_gib != b->result.peak_gib)
+        return a->result.peak_gib < b->result.peak_gib;
+    return a->index < b->index;
+}
+
+static void top_insert(ps_tune_row *top, size_t *n, size_t k, const ps_tune_row *r)
+{
+    if (*n == k && !before(r, &top[k - 1]))
+        return;
+    size_t i = *n < k ? (*n)++ : k - 1;
+    while (i > 0 && before(r, &top[i - 1])) {
+        top[i] = top[i - 1];
+        i--;
+    }
+    top[i] = *r;
+}
+
+/* Inserts r into the front f[n] (sorted by `before`, peaks strictly decreasing) unless a point
+ * before it has no more memory; drops the points after it with no less memory. */
+static int front_insert(worker *w, const ps_tune_row *r)
+{
+    size_t n = w->nfront, i = 0;
+    ps_tune_row *f = w->front;
+    while (i < n && before(&f[i], r)) {
+        if (f[i].result.peak_gib <= r->result.peak_gib)
+            return 0;
+        i++;
+    }
+    size_t j = i;
+    while (j < n && f[j].result.peak_gib >= r->result.peak_gib)
+        j++;
+    /* f[i, j) are dominated by r: replace them by r. */
+    if (j == i) {
+        if (n == w->capfront) {
+            size_t cap = w->capfront ? 2 * w->capfront : 16;
+            ps_tune_row *g = ps__realloc(&w->t->al, f, w->capfront, cap, sizeof *f);
+            if (!g)
+                return PS_ENOMEM;
+            w->front = f = g;
+            w->capfront = cap;
+        }
+        memmove(f + i + 1, f + i, (n - i) * sizeof *f);
+        w->nfront = n + 1;
+    } else {
+        memmove(f + i + 1, f + j, (n - j) * sizeof *f);
+        w->nfront = n - (j - i) + 1;
+    }
+    f[i] = *r;
+    return 0;
+}
+
+/* Whether a configuration on w's front is faster than lb with at most gib of memory. */
+static int front_dominates(const worker *w, double lb, double gib)
+{
+    size_t i = 0;
+    while (i < w->nfront && w->front[i].result.step_time_s < lb)
+        i++;
+    return i > 0 && w->front[i - 1].result.peak_gib <= gib;
+}
+
+/* ---- reasons --------------------------------------------------------------------------------- */
+
+/* The index of key in l (added with count 0 when new), or -1 when out of memory. */
+static long reason_find(const ps_allocator *a, reason_list *l, const char *key)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (!strcmp(l->v[i].key, key))
+            return (long)i;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        reason *v = ps__realloc(a, l->v, l->cap, cap, sizeof *v);
+        if (!v)
+            return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    reason *r = &l->v[l->n];
+    memset(r, 0, sizeof *r);
+    snprintf(r->key, sizeof r->key, "%s", key);
+    r->first = UINT64_MAX;
+    return (long)l->n++;
+}
+
+static void reason_count(reason *r, uint64_t idx, const char *example, double gib)
+{
+    r->count++;
+    if (idx < r->first) {
+        r->first = idx;
+        snprintf(r->example, sizeof r->example, "%s", example);
+    }
+    if (gib > 0 && (r->min_gib == 0 || gib < r->min_gib))
+        r->min_gib = gib;
+}
+
+/* The estimate's message with every number replaced by '#': one reason per rule. */
+static void normalise(const char *msg, char *key, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = msg; *p && n + 2 < cap;) {
+        if (*p >= '0' && *p <= '9') {
+            key[n++] = '#';
+            while ((*p >= '0' && *p <= '9') || *p == '.')
+                p++;
+        } else {
+            key[n++] = *p++;
+        }
+    }
+    key[n] = 0;
+}
+
+/* ---- one candidate --------------------------------------------------------------------------- */
+
+static int dominant_gap(const ps_estimate_result *r, double *sec)
+{
+    double v[] = {r->bubble_s,          r->exposed_s[PS_COMM_TP], r->exposed_s[PS_COMM_CP],
+                  r->exposed_s[PS_COMM_EP], r->exposed_s[PS_COMM_PP], r->exposed_s[PS_COMM_DP],
+                  r->optimizer_s};
+    int best = 0;
+    for (int i = 1; i < 7; i++)
+        if (v[i] > v[best])
+            best = i;
+    *sec = v[best];
+    return best;
+}
+
+static void set_record(ps_tune *t, uint64_t idx, int status, int reason_id, int thread,
+                       const ps_estimate_result *r)
+{
+    if (!t->recs)
+        return;
+    record *x = &t->recs[idx];
+    memset(x, 0, sizeof *x);
+    x->status = (uint8_t)status;
+    x->reason = (uint16_t)reason_id;
+    x->thread = (uint8_t)thread;
+    if (r)
+        x->step = r->step_time_s, x->tok = r->tokens_per_s_per_gpu, x->mfu = r->mfu,
+        x->peak = r->peak_gib;
+}
+
+/* A dynamic reason of w (the estimate's refusal or the simulated memory): counted, recorded. */
+static int count_dynamic(worker *w, uint64_t idx, int status, const char *key, const char *example,
+                         double gib)
+{
+    long i = reason_find(&w->t->al, &w->dyn, key);
+    if (i < 0)
+        return PS_ENOMEM;
+    if (i + PS__R_CHEAP > UINT16_MAX)
+        return ps__seterr(w->err, PS_EINTERNAL, "tune: more than %d distinct reasons",
+                          UINT16_MAX - PS__R_CHEAP);
+    reason_count(&w->dyn.v[i], idx, example, gib);
+    set_record(w->t, idx, status, PS__R_CHEAP + (int)i, w->id, NULL);
+    return 0;
+}
+
+static void note_need(worker *w, double gib, int exact)
+{
+    if (w->need == 0 || gib < w->need || (gib == w->need && exact && !w->need_exact))
+        w->need = gib, w->need_exact = exact;
+}
+
+static int evaluate(worker *w, uint64_t idx)
+{
+    ps_tune *t = w->t;
+    const ps__space *s = &t->sp;
+    ps_tune_row row;
+    ps__cheap ch;
+    memset(&row, 0, sizeof row);
+    row.index = idx;
+    ps__space_decode(s, idx, &row.config);
+    int why = ps__space_check(s, &row.config, &ch);
+    if (why == PS__R_MEMORY) {
+        note_need(w, ch.static_gib, 0);
+        if (w->mem_min == 0 || ch.static_gib < w->mem_min)
+            w->mem_min = ch.static_gib;
+    }
+    if (why >= 0) {
+        w->cheap[why]++;
+        if (idx < w->cheap_first[why])
+            w->cheap_first[why] = idx;
+        set_record(t, idx, ST_REJECTED, why, w->id, NULL);
+        return 0;
+    }
+    size_t k = (size_t)s->job.top_k;
+    if (!s->job.no_prune && w->ntop == k && ch.step_lb_s > w->top[k - 1].result.step_time_s &&
+        front_dominates(w, ch.step_lb_s, ch.static_gib)) {
+        w->pruned++;
+        set_record(t, idx, ST_PRUNED, 0, w->id, NULL);
+        return 0;
+    }
+    ps_train tr;
+    ps_tune_config_train(&s->job, &row.config, &tr);
+    w->simulated++;
+    int rc = ps_estimate_run(w->e, s->m, s->hw, &tr);
+    if (rc == PS_ENOMEM || rc == PS_EINTERNAL)
+        return ps__seterr(w->err, rc, "%s", ps_estimate_last_error(w->e));
+    if (rc) {
+        char key[KEY_LEN];
+        normalise(ps_estimate_last_error(w->e), key, sizeof key);
+        w->failed++;
+        return count_dynamic(w, idx, ST_FAILED, key, ps_estimate_last_error(w->e), 0);
+    }
+    ps_estimate_result_get(w->e, &row.result);
+    if (row.result.step_time_s < ch.step_lb_s * (1 - 1e-12))
+        w->breaks++;
+    if (row.result.peak_gib > s->limit_gib) {
+        char key[KEY_LEN], ex[EXAMPLE_LEN];
+        snprintf(key, sizeof key, "pipeline rank %d needs more than %.1f GiB",
+                 row.result.peak_rank, s->limit_gib);
+        snprintf(ex, sizeof ex, "rank %d needs %.1f GiB > %.1f GiB", row.result.peak_rank,
+                 row.result.peak_gib, s->limit_gib);
+        w->over++;
+        note_need(w, row.result.peak_gib, 1);
+        rc = count_dynamic(w, idx, ST_OVER_MEMORY, key, ex, row.result.peak_gib);
+        if (t->recs) {
+            t->recs[idx].step = row.result.step_time_s;
+            t->recs[idx].peak = row.result.peak_gib;
+        }
+        return rc;
+    }
+    w->fitting++;
+    note_need(w, row.result.peak_gib, 1);
+    row.gap = dominant_gap(&row.result, &row.gap_s);
+    set_record(t, idx, ST_OK, 0, w->id, &row.result);
+    top_insert(w->top, &w->ntop, k, &row);
+    return front_insert(w, &row);
+}
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    ps_tune *t = w->t;
+    uint64_t total = t->sp.total;
+    for (;;) {
+        uint64_t lo = atomic_fetch_add(&t->next, CHUNK);
+        if (lo >= total || w->rc)
+            break;
+        uint64_t hi = total - lo < CHUNK ? total : lo + CHUNK;
+        for (uint64_t i = lo; i < hi && !w->rc; i++)
+            w->rc = evaluate(w, i);
+    }
+    if (w->rc)
+        atomic_store(&t->next, total); /* the others stop at their next chunk */
+    return NULL;
+}
+
+/* ---- the run --------------------------------------------------------------------------------- */
+
+static int thread_count(const ps_tune_job *j, uint64_t total)
+{
+    long n = j->threads > 0 ? j->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    if (n > MAX_THREADS)
+        n = MAX_THREADS;
+    uint64_t chunks = (total + CHUNK - 1) / CHUNK;
+    if ((uint64_t)n > chunks)
+        n = chunks ? (long)chunks : 1;
+    return (int)n;
+}
+
+static void free_workers(ps_tune *t, worker *w, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ps_estimate_free(w[i].e);
+        ps__free(&t->al, w[i].top, (size_t)t->sp.job.top_k, sizeof *w[i].top);
+        ps__free(&t->al, w[i].front, w[i].capfront, sizeof *w[i].front);
+        ps__free(&t->al, w[i].dyn.v, w[i].dyn.cap, sizeof *w[i].dyn.v);
+    }
+    ps__free(&t->al, w, (size_t)n, sizeof *w);
+}
+
+static int start_workers(ps_tune *t, worker **out, int n)
+{
+    worker *w = ps__calloc(&t->al, (size_t)n, sizeof *w);
+    if (!w)
+        return ps__seterr(t->err, PS_ENOMEM, "out of memory for %d threads", n);
+    *out = w;
+    for (int i = 0; i < n; i++) {
+        w[i].t = t;
+        w[i].id = i;
+        for (int r = 0; r < PS__R_CHEAP; r++)
+            w[i].cheap_first[r] = UINT64_MAX;
+        w[i].top = ps__alloc(&t->al, (size_t)t->sp.job.top_k, sizeof *w[i].top);
+        if (!w[i].top || ps_estimate_new(&w[i].e, &t->al))
+            return ps__seterr(t->err, PS_ENOMEM, "out of memory for thread %d", i);
+    }
+    return 0;
+}
+
+/* Runs the workers: the first on this thread, the others on their own. */
+static int run_workers(ps_tune *t, worker *w, int n)
+{
+    int started = 1, rc = 0;
+    for (int i = 1; i < n; i++, started++)
+        if (pthread_create(&w[i].th, NULL, work, &w[i])) {
+            rc = ps__seterr(t->err, PS_EINTERNAL, "cannot start thread %d of %d", i, n);
+            atomic_store(&t->next, t->sp.total);
+            break;
+        }
+    work(&w[0]);
+    for (int i = 1; i < started; i++)
+        pthread_join(w[i].th, NULL);
+    for (int i = 0; i < n && !rc; i++)
+        if (w[i].rc)
+            rc = ps__seterr(t->err, w[i].rc, "%s", w[i].err);
+    return rc;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    return before(a, b) ? -1 : before(b, a) ? 1 : 0;
+}
+
+static int cmp_reason(const void *a, const void *b)
+{
+    const reason *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return x->first < y->first ? -1 : x->first > y->first ? 1 : 0;
+}
+
+/* The merged top K and front. */
+static int merge_rows(ps_tune *t, worker *w, int n)
+{
+    size_t k = (size_t)t->sp.job.top_k, all = 0;
+    t->top = ps__alloc(&t->al, k, sizeof *t->top);
+    for (int i = 0; i < n; i++)
+        all += w[i].nfront;
+    ps_tune_row *f = ps__alloc(&t->al, all ? all : 1, sizeof *f);
+    if (!t->top || !f) {
+        ps__free(&t->al, f, all ? all : 1, sizeof *f);
+        return ps__seterr(t->err, PS_ENOMEM, "out of memory merging the results");
+    }
+    size_t nt = 0, nf = 0;
+    for (int i = 0; i < n; i++) {
+        for (size_t j = 0; j < w[i].ntop; j++)
+            top_insert(t->top, &nt, k, &w[i].top[j]);
+        memcpy(f + nf, w[i].front, w[i].nfront * sizeof *f);
+        nf += w[i].nfront;
+    }
+    qsort(f, nf, sizeof *f, cmp_row);
+    size_t kept = 0;
+    for (size_t i = 0; i < nf; i++)
+        if (kept == 0 || f[i].result.peak_gib < f[kept - 1].result.peak_gib)
+            f[kept++] = f[i];
+    t->top_cap = k;
+    t->ntop = nt;
+    t->front = f;
+    t->front_cap = all ? all : 1;
+    t->nfront = kept;
+    return 0;
+}
+
+/* The merged reasons: the cheap checks', then every thread's own, summed by text; each
+ * record's reason becomes the index of its reason in the merged list. */
+static int merge_reasons(ps_tune *t, worker *w, int n)
+{
+    reason_list *l = &t->reasons;
+    for (int r = 0; r < PS__R_CHEAP; r++) {
+        uint64_t count = 0, first = UINT64_MAX;
+        double min_gib = 0;
+        for (int i = 0; i < n; i++) {
+            count += w[i].cheap[r];
+            if (w[i].cheap_first[r] < first)
+                first = w[i].cheap_first[r];
+            if (r == PS__R_MEMORY && w[i].mem_min > 0 && (min_gib == 0 || w[i].mem_min < min_gib))
+                min_gib = w[i].mem_min;
+        }
+        if (!count)
+            continue;
+        long at = reason_find(&t->al, l, ps__tune_reason_text(r));
+        if (at < 0)
+            return ps__seterr(t->err, PS_ENOMEM, "out of memory merging the reasons");
+        l->v[at].count = count, l->v[at].first = first, l->v[at].min_gib = min_gib;
+    }
+    for (int i = 0; i < n; i++)
+        for (size_t j = 0; j < w[i].dyn.n; j++) {
+            const reason *d = &w[i].dyn.v[j];
+            long at = reason_find(&t->al, l, d->key);
+            if (at < 0)
+                return ps__seterr(t->err, PS_ENOMEM, "out of memory merging the reasons");
+            reason *g = &l->v[at];
+            g->count += d->count;
+            if (d->first < g->first) {
+                g->first = d->first;
+                memcpy(g->example, d->example, sizeof g->example);
+            }
+            if (d->min_gib > 0 && (g->min_gib == 0 || d->min_gib < g->min_gib))
+                g->min_gib = d->min_gib;
+        }
+    /* Most frequent first; then the records learn their reason's place in that order. */
+    qsort(l->v, l->n, sizeof *l->v, cmp_reason);
+    if (!t->recs)
+        return 0;
+    size_t dyn = 0;
+    for (int i = 0; i < n; i++)
+        dyn += w[i].dyn.n;
+    size_t nmap = PS__R_CHEAP + dyn;
+    uint16_t *map = ps__alloc(&t->al, nmap, sizeof *map);
+    if (!map)
+        return ps__seterr(t->err, PS_ENOMEM, "out of memory merging the reasons");
+    /* map[r] for the cheap reasons, then each thread's reasons in turn from base[thread]. */
+    size_t base[MAX_THREADS], at = PS__R_CHEAP;
+    for (size_t j = 0; j < nmap; j++) {
+        const char *key = j < PS__R_CHEAP ? ps__tune_reason_text((int)j) : NULL;
+        if (!key) {
+            int i = 0;
+            size_t off = j - PS__R_CHEAP;
+            while (off >= w[i].dyn.n)
+                off -= w[i].dyn.n, i++;
+            key = w[i].dyn.v[off].key;
+        }
+        map[j] = 0;
+        for (size_t g = 0; g < l->n; g++)
+            if (!strcmp(l->v[g].key, key))
+                map[j] = (uint16_t)g;
+    }
+    for (int i = 0; i < n; i++)
+        base[i] = at, at += w[i].dyn.n;
+    for (uint64_t x = 0; x < t->nrecs; x++) {
+        record *r = &t->recs[x];
+        if (r->status == ST_OK || r->status == ST_PRUNED)
+            continue;
+        r->reason = r->reason < PS__R_CHEAP ? map[r->reason]
+                                            : map[base[r->thread] + r->reason - PS__R_CHEAP];
+    }
+    ps__free(&t->al, map, nmap, sizeof *map);
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void merge_stats(ps_tune *t, worker *w, int n, double seconds)
+{
+    ps_tune_stats *st = &t->st;
+    memset(st, 0, sizeof *st);
+    st->candidates = t->sp.total;
+    for (int i = 0; i < n; i++) {
+        for (int r = 0; r < PS__R_CHEAP; r++)
+            st->rejected += w[i].cheap[r];
+        st->simulated += w[i].simulated;
+        st->failed += w[i].failed;
+        st->over_memory += w[i].over;
+        st->fitting += w[i].fitting;
+        st->pruned += w[i].pruned;
+        st->bound_breaks += w[i].breaks;
+        if (w[i].need > 0 && (st->min_need_gib == 0 || w[i].need < st->min_need_gib ||
+                              (w[i].need == st->min_need_gib && w[i].need_exact))) {
+            st->min_need_gib = w[i].need;
+            st->min_need_exact = w[i].need_exact;
+        }
+    }
+    st->seconds = seconds;
+    st->candidates_per_s = seconds > 0 ? (double)st->candidates / seconds : 0;
+    st->simulated_per_s = seconds > 0 ? (double)st->simulated / seconds : 0;
+    st->threads = n;
+    st->limit_gib = t->sp.limit_gib;
+}
+
+int ps_tune_run(ps_tune *t, const ps_transformer *model, const ps_hardware *hw,
+                const ps_tune_job *job)
+{
+    if (!t)
+        return PS_EINVAL;
+    clear_results(t);
+    t->err[0] = 0;
+    if (!model || !hw || !job)
+        return ps__seterr(t->err, PS_EINVAL, "ps_tune_run needs a model, hardware and a job");
+    int rc = ps__space_build(&t->sp, model, hw, job, &t->k, t->err);
+    if (rc)
+        return rc;
+    if (job->record_all) {
+        if (t->sp.total > SIZE_MAX / sizeof *t->recs)
+            return ps__seterr(t->err, PS_ENOMEM, "%llu candidates are too many to record",
+                              (unsigned long long)t->sp.total);
+        t->recs = ps__calloc(&t->al, (size_t)t->sp.total, sizeof *t->recs);
+        if (!t->recs)
+            return ps__seterr(t->err, PS_ENOMEM, "out of memory recording %llu candidates",
+                              (unsigned long long)t->sp.total);
+        t->nrecs = t->sp.total;
+    }
+    int n = thread_count(job, t->sp.total);
+    worker *w = NULL;
+    double t0 = now_s();
+    atomic_store(&t->next, 0);
+    rc = start_workers(t, &w, n);
+    if (!rc)
+        rc = run_workers(t, w, n);
+    double seconds = now_s() - t0;
+    if (!rc)
+        rc = merge_rows(t, w, n);
+    if (!rc)
+        rc = merge_reasons(t, w, n);
+    if (!rc)
+        merge_stats(t, w, n, seconds);
+    if (w)
+        free_workers(t, w, n);
+    if (rc) {
+        clear_results(t);
+        return rc;
+    }
+    t->have = 1;
+    return 0;
+}
+
+/* ---- results --------------------------------------------------------------------------------- */
+
+int ps_tune_stats_get(const ps_tune *t, ps_tune_stats *out)
+{
+    if (!t || !out)
+        return PS_EINVAL;
+    if (!t->have)
+        return PS_ESTATE;
+    *out = t->st;
+    return 0;
+}
+
+size_t ps_tune_top_count(const ps_tune *t)
+{
+    return t && t->have ? t->ntop : 0;
+}
+
+int ps_tune_top(const ps_tune *t, size_t i, ps_tune_row *out)
+{
+    if (!t || !out)
+        return PS_EINVAL;
+    if (!t->have)
+        return PS_ESTATE;
+    if (i >= t->ntop)
+        return PS_EINVAL;
+    *out = t->top[i];
+    return 0;
+}
+
+size_t ps_tune_front_count(const ps_tune *t)
+{
+    return t && t->have ? t->nfront : 0;
+}
+
+int ps_tune_front(const ps_tune *t, size_t i, ps_tune_row *out)
+{
+    if (!t || !out)
+        return PS_EINVAL;
+    if (!t->have)
+        return PS_ESTATE;
+    if (i >= t->nfront)
+        return PS_EINVAL;
+    *out = t->front[i];
+    return 0;
+}
+
+size_t ps_tune_reason_count(const ps_tune *t)
+{
+    return t && t->have ? t->reasons.n : 0;
+}
+
+int ps_tune_reason(const ps_tune *t, size_t i, const char **text, const char **example,
+                   uint64_t *count)
+{
+    if (!t)
+        return PS_EINVAL;
+    if (!t->have)
+        return PS_ESTATE;
+    if (i >= t->reasons.n)
+        return PS_EINVAL;
+    const reason *r = &t->reasons.v[i];
+    if (text)
+        *text = r->key;
+    if (example)
+        *example = r->example;
+    if (count)
+        *count = r->count;
+    return 0;
+}
+
+/* A CSV field: quoted, quotes doubled. */
+static int csv_text(ps_write_fn write, void *ud, const char *s)
+{
+    char buf[2 * EXAMPLE_LEN + 4];
+    size_t n = 0;
+    buf[n++] = '"';
+    for (; *s && n + 4 < sizeof buf; s++) {
+        if (*s == '"')
+            buf[n++] = '"';
+        buf[n++] = *s;
+    }
+    buf[n++] = '"';
+    return write(ud, buf, n);
+}
+
+int ps_tune_write_csv(const ps_tune *t, ps_write_fn write, void *ud)
+{
+    if (!t || !write)
+        return PS_EINVAL;
+    if (!t->have || !t->recs)
+        return PS_ESTATE;
+    char line[512];
+    int n = snprintf(line, sizeof line, "index");
+    for (int k = 0; k < PS_KNOBS; k++)
+        n += snprintf(line + n, sizeof line - (size_t)n, ",%s", ps_tune_knob_name(k));
+    n += snprintf(line + n, sizeof line - (size_t)n,
+                  ",status,reason,step_time_s,tokens_per_s_per_gpu,mfu,peak_gib\n");
+    if (write(ud, line, (size_t)n))
+        return PS_EIO;
+    for (uint64_t i = 0; i < t->nrecs; i++) {
+        const record *r = &t->recs[i];
+        ps_tune_config c;
+        ps__space_decode(&t->sp, i, &c);
+        n = snprintf(line, sizeof line, "%llu", (unsigned long long)i);
+        for (int k = 0; k < PS_KNOBS; k++) {
+            char w[32];
+            ps_tune_value_name(k, c.knob[k], w, sizeof w);
+            n += snprintf(line + n, sizeof line - (size_t)n, ",%s", w);
+        }
+        n += snprintf(line + n, sizeof line - (size_t)n, ",%s,", status_words[r->status]);
+        if (write(ud, line, (size_t)n))
+            return PS_EIO;
+        if (r->status != ST_OK && r->status != ST_PRUNED &&
+            csv_text(write, ud, t->reasons.v[r->reason].key))
+            return PS_EIO;
+        if (r->status == ST_OK || r->status == ST_OVER_MEMORY)
+            n = snprintf(line, sizeof line, ",%.9g,%.9g,%.9g,%.9g\n", r->step, r->tok, r->mfu,
+                         r->peak);
+        else
+            n = snprintf(line, sizeof line, ",,,,\n");
+        if (write(ud, line, (size_t)n))
+            return PS_EIO;
+    }
+    return 0;
+}

@@ -1,0 +1,91 @@
+/*
+ * The search over parallel configurations (include/pipesched/tune.h): what its files share.
+ *
+ * space.c builds the value list of every knob (the machine's and the model's candidates,
+ * narrowed by the user's constraints), numbers the candidates in mixed radix, and runs the
+ * cheap checks and the bounds on one candidate; search.c splits the numbers over threads,
+ * simulates the survivors with ps_estimate_run, and merges the threads' top K, fronts and
+ * rejection counts. Not installed.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PS_TUNE_INT_H
+#define PS_TUNE_INT_H
+
+#include "internal.h"
+
+#include <pipesched/tune.h>
+
+#define PS__TUNE_MAXV 1024   /* values of one knob */
+#define PS__TUNE_MAXALLOW 64 /* values of one --allow */
+#define PS__TUNE_FAMILIES 10
+
+/* The cheap checks, in the order they run: each a counted rejection reason (search.c keeps
+ * the estimate's own refusals and the simulated memory after these). */
+enum {
+    PS__R_DEVICES,  /* gpus % (tp.pp.cp) */
+    PS__R_PP1,      /* pp = 1 runs 1f1b alone */
+    PS__R_VPP,      /* the family does not take this vpp */
+    PS__R_HEADS,    /* heads % tp */
+    PS__R_KV,       /* kv_heads and tp */
+    PS__R_EXPERTS,  /* experts % ep */
+    PS__R_EPETP,    /* ep.etp does not divide dp.cp.tp */
+    PS__R_SEQ,      /* seq % 2cp */
+    PS__R_LAYERS,   /* layers % (pp.vpp) */
+    PS__R_STAGES,   /* stages above PS_MAX_STAGES */
+    PS__R_BATCH,    /* gbs % (dp.mbs) */
+    PS__R_MICRO,    /* micro-batches above PS_MAX_MICROBATCHES */
+    PS__R_FAMILY_M, /* the family's conditions on pp and m */
+    PS__R_MEMORY,   /* weights + gradients + optimizer + overhead above the limit */
+    PS__R_CHEAP
+};
+
+/* The reason's text (the counted line). */
+const char *ps__tune_reason_text(int reason);
+
+/* The space of one run. */
+typedef struct ps__space {
+    const ps_transformer *m;
+    const ps_hardware *hw;
+    ps_tune_job job;
+    int32_t gpn;
+    double limit_gib;
+    int32_t vals[PS_KNOBS][PS__TUNE_MAXV];
+    int32_t nv[PS_KNOBS];
+    uint64_t stride[PS_KNOBS]; /* candidate number = sum of value index x stride */
+    uint64_t total;
+    double flops; /* model FLOPs of one iteration */
+    /* Parameters of one layer (whole model): dense part and routed experts, dense and MoE. */
+    double dl, el, dm, em;
+} ps__space;
+
+/* The user's constraints (ps_tune_allow, ps_tune_max). */
+typedef struct ps__constraints {
+    int32_t allow[PS_KNOBS][PS__TUNE_MAXALLOW];
+    int32_t nallow[PS_KNOBS];
+    int32_t max[PS_KNOBS];
+} ps__constraints;
+
+/* Builds the value lists of (m, hw, job) under k into *s. PS_ECONFIG with err (PS__ERRLEN)
+ * naming the knob whose list is empty, or the invalid input. */
+int ps__space_build(ps__space *s, const ps_transformer *m, const ps_hardware *hw,
+                    const ps_tune_job *job, const ps__constraints *k, char *err);
+/* The configuration numbered idx. */
+void ps__space_decode(const ps__space *s, uint64_t idx, ps_tune_config *c);
+
+/* What the cheap checks give of one candidate. */
+typedef struct ps__cheap {
+    int32_t dp;
+    int64_t micro;
+    double static_gib; /* the largest rank's weights + gradients + optimizer + overhead */
+    double step_lb_s;  /* a lower bound on the step time */
+} ps__cheap;
+
+/* Runs the cheap checks on c: -1 when it passes (and *out filled), else the PS__R_* reason. */
+int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out);
+
+/* The largest rank's weights + gradients + optimizer + overhead (GiB) and the step-time lower
+ * bound of c, whose divisibility holds (for the tests: equal to the estimate's own). */
+void ps__space_bounds(const ps__space *s, const ps_tune_config *c, int32_t dp, double *static_gib,
+                      double *step_lb_s);
+
+#endif
