@@ -37,6 +37,12 @@ typedef struct cli_opts {
     long long first_layers, last_layers;
     int precision, recompute; /* a ps_precision, a ps_recompute */
     int distributed_optimizer, no_overlap, moe_token_drop;
+    int a2a; /* a ps_a2a (estimate --a2a) */
+    /* tune */
+    const char *tune_fix, *tune_allow, *tune_max, *csv;
+    double mem_reserve;
+    long long threads, top;
+    int no_prune;
 } cli_opts;
 
 typedef enum { CLI_FLAG, CLI_INT, CLI_STRING, CLI_DECIMAL, CLI_CHOICE } cli_arg_type;
@@ -48,7 +54,7 @@ typedef struct cli_choice {
 } cli_choice;
 
 /* Bounds of the table, for parse.c's static getopt tables; options.c checks them. */
-#define CLI_MAX_OPTIONS 48
+#define CLI_MAX_OPTIONS 64
 #define CLI_MAX_ALIASES 2
 
 /* One option. The range fields apply to the type that names them. */

@@ -166,6 +166,8 @@ static void fill_train(const cli_opts *o, ps_train *t)
         t->first_stage_layers = (int32_t)o->first_layers;
     if (o->last_layers >= 0)
         t->last_stage_layers = (int32_t)o->last_layers;
+    if (o->a2a >= 0)
+        t->a2a = o->a2a;
 }
 
 static void print_text(FILE *f, const ps_estimate *e, const ps_transformer *m,

@@ -358,7 +358,13 @@ int ps__space_build(ps__space *s, const ps_transformer *m, const ps_hardware *hw
         total *= (uint64_t)n;
     }
     s->total = total;
-    s->flops = ps__model_flops(m, (double)job->gbs * job->seq, job->seq);
+    double tokens = (double)job->gbs * job->seq;
+    s->flops = ps__model_flops(m, tokens, job->seq);
+    /* The attention term of the model FLOPs is the part linear in seq; a third of each part
+     * (forward, input gradient, weight gradient) is the forward. */
+    s->flops_rec[PS_RECOMPUTE_SELECTIVE] = (s->flops - ps__model_flops(m, tokens, 0)) / 3.0;
+    s->flops_rec[PS_RECOMPUTE_FULL] =
+        (s->flops - 6.0 * (double)m->vocab * m->hidden * tokens) / 3.0;
     ps__layer_params(m, 0, &s->dl, &s->el);
     ps__layer_params(m, 1, &s->dm, &s->em);
     return 0;
@@ -436,13 +442,19 @@ void ps__space_bounds(const ps__space *s, const ps_tune_config *c, int32_t dp, d
         opt_sum += 16.0 * held / (hw->hbm_gbps * 1e9 * hw->mem_eff);
     }
     *static_gib = worst;
-    /* Every device's compute is at least its share of the model FLOPs at the fastest peak it
-     * has; a rank ends its step after its compute and then its optimizer step, so the step is
-     * at least the mean over ranks of both (docs/tune.md). */
-    double peak = hw->peak_tflops_bf16;
-    if (k[PS_KNOB_PRECISION] == PS_PREC_FP8 && hw->peak_tflops_fp8 > peak)
-        peak = hw->peak_tflops_fp8;
-    *step_lb_s = s->flops / ((double)s->job.gpus * peak * 1e12) + opt_sum / pp;
+    /* Every device's compute is at least its share of the model FLOPs at the fastest rate any
+     * of its kernels reaches (a GEMM at the precision's peak times gemm_eff, the attention core
+     * at the BF16 peak times attn_eff; the shape efficiency and everything memory-bound only
+     * slow it); a rank ends its step after its compute and then its optimizer step, so the
+     * step is at least the mean over ranks of both (docs/tune.md). */
+    double gemm = hw->peak_tflops_bf16;
+    if (k[PS_KNOB_PRECISION] == PS_PREC_FP8 && hw->peak_tflops_fp8 > gemm)
+        gemm = hw->peak_tflops_fp8;
+    double peak = gemm * hw->gemm_eff, attn = hw->peak_tflops_bf16 * hw->attn_eff;
+    if (attn > peak)
+        peak = attn;
+    double flops = s->flops + s->flops_rec[k[PS_KNOB_RECOMPUTE]];
+    *step_lb_s = flops / ((double)s->job.gpus * peak * 1e12) + opt_sum / pp;
 }
 
 int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)

@@ -1,0 +1,491 @@
+/*
+ * `pipesched tune`: which parallel configuration should I run? Searches every combination of
+ * the knobs that the constraints leave, simulates every candidate that passes the cheap checks
+ * with the estimate, and prints the fastest that fit, the Pareto front of step time against
+ * peak memory and why the others were rejected (include/pipesched/tune.h, docs/tune.md).
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+#include <pipesched/tune.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SPEC_LIMIT (16u << 20)
+#define ERR_LEN 1024
+
+/* --model and --hardware: a built-in name or a file, as estimate reads them (estimate.c). */
+static int load_spec(const char *what, const char *arg, ps_transformer *m, ps_hardware *hw)
+{
+    if (m ? ps_transformer_builtin(arg, m) == 0 : ps_hardware_builtin(arg, hw) == 0)
+        return EXIT_OK;
+    if (strcmp(arg, "-") && access(arg, F_OK)) {
+        const char *(*name)(size_t) = m ? ps_transformer_builtin_name : ps_hardware_builtin_name;
+        fprintf(stderr, "pipesched: --%s \"%s\" is neither a built-in (", what, arg);
+        for (size_t i = 0; name(i); i++)
+            fprintf(stderr, "%s%s", i ? ", " : "", name(i));
+        fprintf(stderr, ") nor a file\n");
+        return EXIT_USAGE;
+    }
+    char *text, err[ERR_LEN] = "";
+    size_t len;
+    if (cli_read_file(arg, SPEC_LIMIT, &text, &len))
+        return EXIT_USAGE;
+    int rc = m ? ps_transformer_from_hf(text, len, m, err, sizeof err)
+               : ps_hardware_from_json(text, len, hw, err, sizeof err);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "pipesched: %s: %s\n", arg, *err ? err : ps_strerror(rc));
+        return cli_exit_code(rc);
+    }
+    return EXIT_OK;
+}
+
+static int check_required(const cli_opts *o)
+{
+    const char *missing[6];
+    int n = 0;
+    if (!o->model)
+        missing[n++] = "--model";
+    if (!o->hardware)
+        missing[n++] = "--hardware";
+    if (o->gpus < 0)
+        missing[n++] = "--gpus";
+    if (o->gbs < 0)
+        missing[n++] = "--gbs";
+    if (o->seq < 0)
+        missing[n++] = "--seq";
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "pipesched: tune needs ", missing[i]);
+    if (n)
+        fprintf(stderr, " (see pipesched tune --help)\n");
+    return n ? EXIT_USAGE : EXIT_OK;
+}
+
+/* ---- constraints ----------------------------------------------------------------------------- */
+
+enum { FIX, ALLOW, MAX, KINDS };
+static const char *const kind_flag[KINDS] = {"--fix", "--allow", "--max"};
+
+/* Which option named each knob (-1: none), to refuse a knob named twice. */
+typedef struct named {
+    int by[PS_KNOBS];
+} named;
+
+static void list_knobs(void)
+{
+    for (int k = 0; k < PS_KNOBS; k++)
+        fprintf(stderr, "%s%s", k ? ", " : "", ps_tune_knob_name(k));
+}
+
+/* Applies one knob's values (v[n]) of option `kind` to t. */
+static int apply(ps_tune *t, int kind, int knob, const int32_t *v, size_t n, named *nm)
+{
+    const char *key = ps_tune_knob_name(knob);
+    if (nm->by[knob] >= 0) {
+        if (nm->by[knob] == kind)
+            fprintf(stderr, "pipesched: %s names %s twice\n", kind_flag[kind], key);
+        else
+            fprintf(stderr, "pipesched: %s is in both %s and %s: contradictory constraints\n",
+                    key, kind_flag[nm->by[knob]], kind_flag[kind]);
+        return EXIT_USAGE;
+    }
+    nm->by[knob] = kind;
+    if (kind == FIX && n != 1) {
+        fprintf(stderr, "pipesched: --fix %s takes one value; got %zu (use --allow for a list)\n",
+                key, n);
+        return EXIT_USAGE;
+    }
+    if (kind == MAX) {
+        if (n != 1 || knob == PS_KNOB_SCHEDULE || knob == PS_KNOB_RECOMPUTE ||
+            knob == PS_KNOB_PRECISION || knob == PS_KNOB_A2A || knob == PS_KNOB_DISTOPT) {
+            fprintf(stderr, "pipesched: --max takes one number of a numeric knob (tp, cp, pp, ep, "
+                            "etp, vpp, mbs); got %s\n",
+                    key);
+            return EXIT_USAGE;
+        }
+        return ps_tune_max(t, knob, v[0]) ? EXIT_USAGE : EXIT_OK;
+    }
+    int rc = ps_tune_allow(t, knob, v, n);
+    if (rc)
+        return cli_report(kind_flag[kind], rc, ps_tune_last_error(t));
+    return EXIT_OK;
+}
+
+/* Parses "k=v,v,k=v": a word with '=' starts a knob, the words after it add values. */
+static int parse_constraints(ps_tune *t, int kind, const char *spec, named *nm)
+{
+    if (!spec)
+        return EXIT_OK;
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf) {
+        fprintf(stderr, "pipesched: %s is too long\n", kind_flag[kind]);
+        return EXIT_USAGE;
+    }
+    int32_t v[64];
+    size_t n = 0;
+    int knob = -1, ex;
+    char *save = NULL;
+    for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(w, '=');
+        if (eq) {
+            if (knob >= 0 && (ex = apply(t, kind, knob, v, n, nm)))
+                return ex;
+            *eq = 0;
+            knob = ps_tune_knob_lookup(w);
+            if (knob < 0) {
+                fprintf(stderr, "pipesched: %s: unknown knob \"%s\" (", kind_flag[kind], w);
+                list_knobs();
+                fprintf(stderr, ")\n");
+                return EXIT_USAGE;
+            }
+            n = 0;
+            w = eq + 1;
+        } else if (knob < 0) {
+            fprintf(stderr, "pipesched: %s needs KNOB=VALUE; got \"%s\"\n", kind_flag[kind], w);
+            return EXIT_USAGE;
+        }
+        if (n == sizeof v / sizeof v[0] || ps_tune_value_parse(knob, w, &v[n])) {
+            fprintf(stderr, "pipesched: %s: bad value \"%s\" of %s%s\n", kind_flag[kind], w,
+                    ps_tune_knob_name(knob),
+                    knob == PS_KNOB_SCHEDULE ? " (pipesched list shows the families)" : "");
+            return EXIT_USAGE;
+        }
+        if (v[n] < 1 && knob != PS_KNOB_SCHEDULE && knob != PS_KNOB_RECOMPUTE &&
+            knob != PS_KNOB_PRECISION && knob != PS_KNOB_A2A && knob != PS_KNOB_DISTOPT) {
+            fprintf(stderr, "pipesched: %s: %s must be >= 1; got %s\n", kind_flag[kind],
+                    ps_tune_knob_name(knob), w);
+            return EXIT_USAGE;
+        }
+        n++;
+    }
+    if (knob < 0 || n == 0) {
+        fprintf(stderr, "pipesched: %s needs KNOB=VALUE; got \"%s\"\n", kind_flag[kind], spec);
+        return EXIT_USAGE;
+    }
+    return apply(t, kind, knob, v, n, nm);
+}
+
+/* ---- output ---------------------------------------------------------------------------------- */
+
+static const char *const comm_names[PS_COMM_KINDS] = {"tp", "cp", "ep", "pp", "dp"};
+
+static const char *word(int knob, int32_t v, char buf[32])
+{
+    ps_tune_value_name(knob, v, buf, 32);
+    return buf;
+}
+
+/* The knobs of a row in one line: "tp4 cp1 pp4 vpp5 mbs1 interleaved none distopt bf16". */
+static void knobs_text(FILE *f, const ps_transformer *m, const ps_tune_config *c)
+{
+    const int32_t *k = c->knob;
+    char w[32];
+    fprintf(f, "tp%d cp%d pp%d vpp%d", k[PS_KNOB_TP], k[PS_KNOB_CP], k[PS_KNOB_PP],
+            k[PS_KNOB_VPP]);
+    if (m->experts > 0)
+        fprintf(f, " ep%d etp%d %s", k[PS_KNOB_EP], k[PS_KNOB_ETP],
+                word(PS_KNOB_A2A, k[PS_KNOB_A2A], w));
+    fprintf(f, " mbs%d %s", k[PS_KNOB_MBS], word(PS_KNOB_SCHEDULE, k[PS_KNOB_SCHEDULE], w));
+    fprintf(f, " recompute=%s", word(PS_KNOB_RECOMPUTE, k[PS_KNOB_RECOMPUTE], w));
+    fprintf(f, "%s %s", k[PS_KNOB_DISTOPT] ? " distopt" : "",
+            word(PS_KNOB_PRECISION, k[PS_KNOB_PRECISION], w));
+}
+
+/* The estimate command that reproduces a row. */
+static void command_text(FILE *f, const cli_opts *o, const ps_transformer *m,
+                         const ps_tune_config *c)
+{
+    const int32_t *k = c->knob;
+    char w[32], w2[32];
+    fprintf(f, "pipesched estimate --model %s --hardware %s --gpus %lld", o->model, o->hardware,
+            o->gpus);
+    if (o->gpus_per_node >= 0)
+        fprintf(f, " --gpus-per-node %lld", o->gpus_per_node);
+    fprintf(f, " --gbs %lld --seq %lld --tp %d --cp %d --pp %d --vpp %d", o->gbs, o->seq,
+            k[PS_KNOB_TP], k[PS_KNOB_CP], k[PS_KNOB_PP], k[PS_KNOB_VPP]);
+    if (m->experts > 0)
+        fprintf(f, " --ep %d --etp %d --a2a %s", k[PS_KNOB_EP], k[PS_KNOB_ETP],
+                word(PS_KNOB_A2A, k[PS_KNOB_A2A], w));
+    fprintf(f, " --mbs %d --schedule %s --recompute %s%s --precision %s", k[PS_KNOB_MBS],
+            word(PS_KNOB_SCHEDULE, k[PS_KNOB_SCHEDULE], w),
+            word(PS_KNOB_RECOMPUTE, k[PS_KNOB_RECOMPUTE], w2),
+            k[PS_KNOB_DISTOPT] ? " --distributed-optimizer" : "",
+            k[PS_KNOB_PRECISION] == PS_PREC_FP8 ? "fp8" : "bf16");
+}
+
+static void print_search(FILE *f, const ps_tune_stats *st)
+{
+    fprintf(f,
+            "search: %llu candidates, %llu rejected by the checks, %llu simulated (%llu refused "
+            "by the schedule, %llu over memory, %llu fit), %llu pruned; %.2f s on %d threads: "
+            "%.0f candidates/s, %.0f simulated/s\n",
+            (unsigned long long)st->candidates, (unsigned long long)st->rejected,
+            (unsigned long long)st->simulated, (unsigned long long)st->failed,
+            (unsigned long long)st->over_memory, (unsigned long long)st->fitting,
+            (unsigned long long)st->pruned, st->seconds, st->threads, st->candidates_per_s,
+            st->simulated_per_s);
+}
+
+static void print_rows(FILE *f, const cli_opts *o, const ps_transformer *m, const ps_tune *t,
+                       const ps_tune_stats *st, int front)
+{
+    size_t n = front ? ps_tune_front_count(t) : ps_tune_top_count(t);
+    fprintf(f, "%4s %10s %10s %6s %9s %9s  %-12s %s\n", "#", "step s", "tok/s/GPU", "MFU",
+            "peak GiB", "headroom", "dominant gap", "configuration");
+    for (size_t i = 0; i < n; i++) {
+        ps_tune_row r;
+        if (front)
+            ps_tune_front(t, i, &r);
+        else
+            ps_tune_top(t, i, &r);
+        const ps_estimate_result *e = &r.result;
+        char gap[40];
+        snprintf(gap, sizeof gap, "%s %.3fs", ps_tune_gap_name(r.gap), r.gap_s);
+        fprintf(f, "%4zu %10.4f %10.1f %5.1f%% %9.2f %9.2f  %-12s ", i + 1, e->step_time_s,
+                e->tokens_per_s_per_gpu, 100 * e->mfu, e->peak_gib, st->limit_gib - e->peak_gib,
+                gap);
+        knobs_text(f, m, &r.config);
+        fprintf(f, "\n%4s ", "");
+        command_text(f, o, m, &r.config);
+        fprintf(f, "\n");
+    }
+}
+
+static void print_reasons(FILE *f, const ps_tune *t)
+{
+    fprintf(f, "%12s  %s\n", "rejected", "reason (first example)");
+    for (size_t i = 0; i < ps_tune_reason_count(t); i++) {
+        const char *text, *ex;
+        uint64_t count;
+        ps_tune_reason(t, i, &text, &ex, &count);
+        fprintf(f, "%12llu  %s%s%s%s\n", (unsigned long long)count, text, *ex ? " (" : "", ex,
+                *ex ? ")" : "");
+    }
+}
+
+static void print_text(FILE *f, const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
+                       const ps_tune *t, const ps_tune_stats *st)
+{
+    fprintf(f, "%s on %lld x %s, gbs %lld, seq %lld: memory limit %.2f GiB per device\n",
+            m->name, o->gpus, hw->name, o->gbs, o->seq, st->limit_gib);
+    print_search(f, st);
+    fprintf(f, "\ntop %zu by step time:\n", ps_tune_top_count(t));
+    print_rows(f, o, m, t, st, 0);
+    fprintf(f, "\nPareto front, step time against peak memory:\n");
+    print_rows(f, o, m, t, st, 1);
+    fprintf(f, "\n");
+    print_reasons(f, t);
+}
+
+/* A JSON string. */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void json_row(FILE *f, const cli_opts *o, const ps_transformer *m, const ps_tune_row *r,
+                     double limit)
+{
+    const ps_estimate_result *e = &r->result;
+    char w[32];
+    fprintf(f, "{\"index\":%llu,\"knobs\":{", (unsigned long long)r->index);
+    for (int k = 0; k < PS_KNOBS; k++) {
+        fprintf(f, "%s\"%s\":", k ? "," : "", ps_tune_knob_name(k));
+        ps_tune_value_name(k, r->config.knob[k], w, sizeof w);
+        if (k == PS_KNOB_SCHEDULE || k == PS_KNOB_RECOMPUTE || k == PS_KNOB_PRECISION ||
+            k == PS_KNOB_A2A)
+            json_str(f, w);
+        else if (k == PS_KNOB_DISTOPT)
+            fprintf(f, "%s", r->config.knob[k] ? "true" : "false");
+        else
+            fprintf(f, "%d", r->config.knob[k]);
+    }
+    fprintf(f,
+            "},\"dp\":%d,\"microbatches\":%d,\"step_time_s\":%.9g,\"tokens_per_s_per_gpu\":%.9g,"
+            "\"model_tflops_per_gpu\":%.9g,\"mfu\":%.9g,\"bubble_s\":%.9g,\"compute_s\":%.9g,"
+            "\"optimizer_s\":%.9g,\"exposed_s\":{",
+            e->dp, e->microbatches, e->step_time_s, e->tokens_per_s_per_gpu,
+            e->model_tflops_per_gpu, e->mfu, e->bubble_s, e->compute_s, e->optimizer_s);
+    for (int k = 0; k < PS_COMM_KINDS; k++)
+        fprintf(f, "%s\"%s\":%.9g", k ? "," : "", comm_names[k], e->exposed_s[k]);
+    fprintf(f, "},\"peak_gib\":%.9g,\"peak_rank\":%d,\"headroom_gib\":%.9g,\"gap\":\"%s\","
+               "\"gap_s\":%.9g,\"command\":",
+            e->peak_gib, e->peak_rank, limit - e->peak_gib, ps_tune_gap_name(r->gap), r->gap_s);
+    char *cmd = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&cmd, &len);
+    if (mem) {
+        command_text(mem, o, m, &r->config);
+        fclose(mem);
+        json_str(f, cmd);
+        free(cmd);
+    } else {
+        fprintf(f, "null");
+    }
+    fprintf(f, "}");
+}
+
+/* One top-level member per line, so that a script can drop the timing line ("search"). */
+static void print_json(FILE *f, const cli_opts *o, const ps_transformer *m, const ps_tune *t,
+                       const ps_tune_stats *st)
+{
+    fprintf(f,
+            "{\"search\":{\"candidates\":%llu,\"rejected\":%llu,\"simulated\":%llu,\"failed\":%llu,"
+            "\"over_memory\":%llu,\"fitting\":%llu,\"pruned\":%llu,\"seconds\":%.6g,"
+            "\"candidates_per_s\":%.6g,\"simulated_per_s\":%.6g,\"threads\":%d},\n",
+            (unsigned long long)st->candidates, (unsigned long long)st->rejected,
+            (unsigned long long)st->simulated, (unsigned long long)st->failed,
+            (unsigned long long)st->over_memory, (unsigned long long)st->fitting,
+            (unsigned long long)st->pruned, st->seconds, st->candidates_per_s, st->simulated_per_s,
+            st->threads);
+    fprintf(f, "\"limit_gib\":%.9g,\n\"top\":[", st->limit_gib);
+    for (size_t i = 0; i < ps_tune_top_count(t); i++) {
+        ps_tune_row r;
+        ps_tune_top(t, i, &r);
+        fprintf(f, "%s\n", i ? "," : "");
+        json_row(f, o, m, &r, st->limit_gib);
+    }
+    fprintf(f, "],\n\"front\":[");
+    for (size_t i = 0; i < ps_tune_front_count(t); i++) {
+        ps_tune_row r;
+        ps_tune_front(t, i, &r);
+        fprintf(f, "%s\n", i ? "," : "");
+        json_row(f, o, m, &r, st->limit_gib);
+    }
+    fprintf(f, "],\n\"rejected\":[");
+    for (size_t i = 0; i < ps_tune_reason_count(t); i++) {
+        const char *text, *ex;
+        uint64_t count;
+        ps_tune_reason(t, i, &text, &ex, &count);
+        fprintf(f, "%s{\"reason\":", i ? "," : "");
+        json_str(f, text);
+        fprintf(f, ",\"example\":");
+        json_str(f, ex);
+        fprintf(f, ",\"count\":%llu}", (unsigned long long)count);
+    }
+    fprintf(f, "]}\n");
+}
+
+/* Nothing fits: the reasons, and the least memory a configuration needs. */
+static int report_nothing(const ps_tune *t, const ps_tune_stats *st, const ps_hardware *hw)
+{
+    print_reasons(stderr, t);
+    if (st->min_need_gib > 0)
+        fprintf(stderr,
+                "pipesched: tune: no configuration fits in %.2f GiB per device (%s has %.2f GiB, "
+                "--mem-reserve-gib %.2f): the smallest needs %s%.2f GiB; allow more devices, "
+                "recompute or the distributed optimizer, or a larger reserve-free memory\n",
+                st->limit_gib, hw->name, hw->hbm_gib, hw->hbm_gib - st->limit_gib,
+                st->min_need_exact ? "" : "at least ", st->min_need_gib);
+    else
+        fprintf(stderr, "pipesched: tune: no configuration passes the checks (the reasons above); "
+                        "relax the constraints or change gpus, gbs or seq\n");
+    return EXIT_USAGE;
+}
+
+static int write_csv_file(const void *arg, ps_write_fn write, void *ud)
+{
+    return ps_tune_write_csv(arg, write, ud);
+}
+
+static int outputs(const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
+                   const ps_tune *t)
+{
+    ps_tune_stats st;
+    ps_tune_stats_get(t, &st);
+    if (st.bound_breaks)
+        fprintf(stderr, "pipesched: tune: warning: %llu simulated steps below their lower bound "
+                        "(a bug: please report it; rerun with --no-prune)\n",
+                (unsigned long long)st.bound_breaks);
+    int ex = o->csv ? cli_write_out(o->csv, write_csv_file, t) : EXIT_OK;
+    if (ex)
+        return ex;
+    if (ps_tune_top_count(t) == 0)
+        return report_nothing(t, &st, hw);
+    FILE *f = o->output ? fopen(o->output, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+        return EXIT_USAGE;
+    }
+    if (o->json)
+        print_json(f, o, m, t, &st);
+    else
+        print_text(f, o, m, hw, t, &st);
+    if (o->output && fclose(f)) {
+        fprintf(stderr, "pipesched: writing %s failed\n", o->output);
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
+}
+
+static int tune_main(const cli_opts *o)
+{
+    ps_transformer model;
+    ps_hardware hw;
+    int ex = check_required(o);
+    if (!ex)
+        ex = load_spec("model", o->model, &model, NULL);
+    if (!ex)
+        ex = load_spec("hardware", o->hardware, NULL, &hw);
+    if (ex)
+        return ex;
+    ps_tune *t;
+    int rc = ps_tune_new(&t, NULL);
+    if (rc)
+        return cli_report("tune", rc, NULL);
+    named nm;
+    for (int k = 0; k < PS_KNOBS; k++)
+        nm.by[k] = -1;
+    const char *spec[KINDS] = {o->tune_fix, o->tune_allow, o->tune_max};
+    for (int kind = 0; kind < KINDS && !ex; kind++)
+        ex = parse_constraints(t, kind, spec[kind], &nm);
+    if (!ex) {
+        ps_tune_job job;
+        ps_tune_job_init(&job);
+        job.gpus = (int32_t)o->gpus;
+        job.gpus_per_node = o->gpus_per_node > 0 ? (int32_t)o->gpus_per_node : 0;
+        job.gbs = o->gbs;
+        job.seq = (int32_t)o->seq;
+        if (o->mem_reserve >= 0)
+            job.mem_reserve_gib = o->mem_reserve;
+        if (o->threads >= 0)
+            job.threads = (int32_t)o->threads;
+        if (o->top >= 0)
+            job.top_k = (int32_t)o->top;
+        job.no_prune = o->no_prune;
+        job.record_all = o->csv != NULL;
+        rc = ps_tune_run(t, &model, &hw, &job);
+        ex = rc ? cli_report("tune", rc, ps_tune_last_error(t)) : outputs(o, &model, &hw, t);
+    }
+    ps_tune_free(t);
+    return ex;
+}
+
+const cli_command cli_cmd_tune = {
+    .name = "tune",
+    .summary = "search the parallel configurations, every candidate simulated",
+    .usage = "pipesched tune --model NAME|FILE --hardware NAME|FILE --gpus N --gbs B --seq S\n"
+             "                      [--fix K=V,...] [--allow K=V,V,...] [--max K=V,...] [OPTIONS]",
+    .about = "Enumerates every combination of tp, cp, pp, vpp, ep, etp, micro-batch size,\n"
+             "recompute, distributed optimizer, precision, schedule family and (MoE) all-to-all\n"
+             "that the constraints leave, rejects what cannot run by cheap checks (counted per\n"
+             "reason), simulates every other candidate with the estimate (a bound skips only\n"
+             "what provably cannot rank), and prints the fastest configurations that fit with\n"
+             "the estimate command of each, the Pareto front of step time against peak memory\n"
+             "and the rejections (docs/tune.md).",
+    .option_help = {{"json", "the ranking, the front, the rejections and the search's\n"
+                             "figures as JSON"}},
+    .run = tune_main,
+};
