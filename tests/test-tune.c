@@ -1,0 +1,488 @@
+/*
+ * The search (include/pipesched/tune.h): on small spaces its top K and its front equal a brute
+ * force that calls ps_estimate_run on every combination of the documented value lists, for a
+ * dense, a GQA and a MoE model; pruning off gives the same answer; 1, 2 and 4 threads give the
+ * same answer; the memory bound equals the estimate's weights + gradients + optimizer +
+ * overhead and the step bound never exceeds a simulated step; bad input is refused.
+ * SPDX-License-Identifier: MIT
+ */
+#include "common.h"
+
+#include "tune/tune_int.h" /* ps__space_build, ps__space_bounds: the bounds checked directly */
+
+#include <math.h>
+#include <pipesched/tune.h>
+
+#define GPUS 8
+#define GBS 8
+#define SEQ 1024
+
+/* 4 layers, h 1024, 16 heads, GeLU, V 32000 (tests/test-estimate.c's small model). */
+static ps_transformer dense_model(void)
+{
+    ps_transformer m;
+    memset(&m, 0, sizeof m);
+    strcpy(m.name, "small");
+    m.layers = 4, m.hidden = 1024, m.ffn = 4096, m.heads = 16, m.kv_heads = 16, m.vocab = 32000;
+    return m;
+}
+
+/* The same with 4 KV heads and a SwiGLU MLP, RMSNorm, tied embeddings. */
+static ps_transformer gqa_model(void)
+{
+    ps_transformer m = dense_model();
+    strcpy(m.name, "small-gqa");
+    m.kv_heads = 4, m.gated_mlp = 1, m.rms_norm = 1, m.tied_embeddings = 1, m.ffn = 2816;
+    return m;
+}
+
+/* 4 layers, the first dense, 8 experts top 2 of 512, one shared expert. */
+static ps_transformer moe_model(void)
+{
+    ps_transformer m = dense_model();
+    strcpy(m.name, "small-moe");
+    m.experts = 8, m.top_k = 2, m.moe_ffn = 512, m.shared_experts = 1, m.first_dense = 1;
+    return m;
+}
+
+/* tests/test-estimate.c's toy hardware with 4 GiB, so that memory decides some candidates. */
+static ps_hardware small_hw(void)
+{
+    ps_hardware h;
+    memset(&h, 0, sizeof h);
+    strcpy(h.name, "toy");
+    h.peak_tflops_bf16 = 100, h.peak_tflops_fp8 = 200, h.hbm_gib = 4, h.hbm_gbps = 1000;
+    h.devices_per_node = 4, h.intra_gbps = 100, h.inter_gbps = 10;
+    h.lat_intra_us = 1, h.lat_inter_us = 5;
+    h.gemm_eff = 0.5, h.gemm_half_dim = 0, h.attn_eff = 0.25, h.mem_eff = 0.5;
+    h.bus_eff_intra = 1, h.bus_eff_inter = 1, h.overhead_gib = 0.5, h.moe_layer_us = 10;
+    return h;
+}
+
+static ps_tune_job small_job(int top)
+{
+    ps_tune_job j;
+    ps_tune_job_init(&j);
+    j.gpus = GPUS, j.gbs = GBS, j.seq = SEQ, j.top_k = top, j.mem_reserve_gib = 0.25;
+    j.threads = 1;
+    return j;
+}
+
+/* ---- the brute force ----------------------------------------------------------------------- */
+
+/* One result of the brute force, with its knobs in the documented order. */
+typedef struct brute_row {
+    int32_t knob[PS_KNOBS];
+    double step, peak;
+    long order; /* position in the loops below: the documented tie order */
+} brute_row;
+
+static int brute_cmp(const void *a, const void *b)
+{
+    const brute_row *x = a, *y = b;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    if (x->peak != y->peak)
+        return x->peak < y->peak ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int divides(long long n, long long d)
+{
+    return n % d == 0;
+}
+
+/* The documented lists (docs/tune.md, "The space"), written out here, and the documented
+ * structural rules: pp = 1 runs 1f1b with vpp 1; 1f1b, zb-h1, zb-h2, dualpipe take vpp 1;
+ * zb-v, v-half, v-min, dualpipev vpp 2; interleaved vpp > 1; adaptive any. Every combination
+ * is run through ps_estimate_run; what it refuses or what does not fit is left out. Also
+ * checks the bounds on every run. Returns the fitting rows, sorted. */
+static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
+                              const ps_tune_job *job, size_t *count)
+{
+    static const char *const fam[] = {"1f1b",  "interleaved", "zb-h1",     "zb-h2",   "zb-v",
+                                      "v-half", "v-min",      "dualpipe", "dualpipev", "adaptive"};
+    static const int fam_vpp[] = {1, -1, 1, 1, 2, 2, 2, 1, 2, 0};
+    int moe = m->experts > 0;
+    size_t cap = 1 << 16, n = 0;
+    brute_row *rows = malloc(cap * sizeof *rows);
+    ps_estimate *e;
+    ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+    ps__space sp;
+    char err[PS__ERRLEN];
+    ps__constraints none;
+    memset(&none, 0, sizeof none);
+    ck_assert_int_eq(ps__space_build(&sp, m, hw, job, &none, err), 0);
+    double limit = hw->hbm_gib - job->mem_reserve_gib;
+    long order = 0;
+    for (int tp = 1; tp <= hw->devices_per_node; tp++)
+        for (int cp = 1; cp <= GPUS; cp++)
+            for (int pp = 1; pp <= m->layers && pp <= GPUS; pp++)
+                for (int ep = 1; ep <= (moe ? GPUS : 1); ep++)
+                    for (int etp = moe ? 1 : 0; etp <= (moe ? hw->devices_per_node : 0); etp++)
+                        for (int vpp = 1; vpp <= m->layers; vpp++)
+                            for (int f = 0; f < 10; f++)
+                                for (int mbs = 1; mbs <= GBS; mbs++)
+                                    for (int rec = 0; rec < 3; rec++)
+                                        for (int dist = 0; dist < 2; dist++)
+                                            for (int a2a = moe ? 1 : 0; a2a <= (moe ? 2 : 0);
+                                                 a2a++) {
+        if (!divides(GPUS, tp) || !divides(GPUS, cp) || !divides(GPUS, pp) ||
+            (moe && !divides(m->experts, ep)) || (moe && !divides(GPUS, etp)) ||
+            (vpp > 1 && !divides(m->layers, vpp)) || !divides(GBS, mbs))
+            continue; /* not in the lists */
+        order++;
+        if (pp == 1 && (f != 0 || vpp != 1))
+            continue;
+        if ((fam_vpp[f] > 0 && vpp != fam_vpp[f]) || (fam_vpp[f] < 0 && vpp < 2))
+            continue;
+        ps_train t;
+        ps_train_init(&t);
+        t.gpus = GPUS, t.gbs = GBS, t.seq = SEQ;
+        t.tp = tp, t.cp = cp, t.pp = pp, t.ep = ep, t.etp = etp, t.vpp = vpp, t.mbs = mbs;
+        t.recompute = rec, t.distributed_optimizer = dist, t.a2a = a2a;
+        strcpy(t.schedule, fam[f]);
+        if (ps_estimate_run(e, m, hw, &t))
+            continue;
+        ps_estimate_result r;
+        ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+        /* The bounds: the static memory is the estimate's own, the step bound below it. */
+        ps_tune_config c = {{tp, cp, pp, ep, etp, vpp, f, mbs, rec, dist, 0, a2a}};
+        double gib, lb, worst = 0;
+        ps__space_bounds(&sp, &c, r.dp, &gib, &lb);
+        for (int rk = 0; rk < pp; rk++) {
+            ps_rank_memory rm;
+            ck_assert_int_eq(ps_estimate_rank_memory(e, rk, &rm), 0);
+            double s = rm.weights + rm.grads + rm.optimizer + rm.overhead;
+            worst = s > worst ? s : worst;
+        }
+        ck_assert_msg(fabs(gib - worst) <= 1e-9 * worst, "%s %s tp%d pp%d vpp%d: bound %.12g, "
+                      "estimate %.12g", m->name, fam[f], tp, pp, vpp, gib, worst);
+        ck_assert_msg(lb <= r.step_time_s, "step bound %g above the step %g", lb, r.step_time_s);
+        if (r.peak_gib > limit)
+            continue;
+        if (n == cap)
+            rows = realloc(rows, (cap *= 2) * sizeof *rows);
+        brute_row *b = &rows[n++];
+        memcpy(b->knob, c.knob, sizeof b->knob);
+        b->step = r.step_time_s, b->peak = r.peak_gib, b->order = order;
+    }
+    ps_estimate_free(e);
+    qsort(rows, n, sizeof *rows, brute_cmp);
+    *count = n;
+    return rows;
+}
+
+/* The brute force's front: in order, each row with less memory than every row before it. */
+static size_t brute_front(brute_row *rows, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || rows[i].peak < rows[k - 1].peak)
+            rows[k++] = rows[i];
+    return k;
+}
+
+static ps_tune *tune_ok(const ps_transformer *m, const ps_hardware *hw, const ps_tune_job *j)
+{
+    ps_tune *t;
+    ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+    int rc = ps_tune_run(t, m, hw, j);
+    ck_assert_msg(rc == 0, "tune: %d %s", rc, ps_tune_last_error(t));
+    return t;
+}
+
+static void same_row(const ps_tune_row *r, const brute_row *b, size_t i)
+{
+    ck_assert_msg(!memcmp(r->config.knob, b->knob, sizeof b->knob),
+                  "row %zu: the knobs differ (tune tp%d pp%d vpp%d sched %d mbs %d, brute tp%d "
+                  "pp%d vpp%d sched %d mbs %d)",
+                  i, r->config.knob[0], r->config.knob[2], r->config.knob[5], r->config.knob[6],
+                  r->config.knob[7], b->knob[0], b->knob[2], b->knob[5], b->knob[6], b->knob[7]);
+    ck_assert(r->result.step_time_s == b->step);
+    ck_assert(r->result.peak_gib == b->peak);
+}
+
+/* The search against the brute force: top K, front, and the accounting of every candidate. */
+static void against_brute(const ps_transformer *m)
+{
+    ps_hardware hw = small_hw();
+    ps_tune_job j = small_job(10);
+    size_t n;
+    brute_row *b = brute_force(m, &hw, &j, &n);
+    ck_assert_msg(n > 20, "%s: the brute force found only %zu fitting configurations", m->name, n);
+    ps_tune *t = tune_ok(m, &hw, &j);
+    ps_tune_stats st;
+    ck_assert_int_eq(ps_tune_stats_get(t, &st), 0);
+    /* Pruned candidates are not simulated: some fitting ones may be among them. */
+    ck_assert_uint_le(st.fitting, n);
+    ck_assert_uint_ge(st.fitting + st.pruned, n);
+    ck_assert_uint_eq(st.bound_breaks, 0);
+    ck_assert_uint_eq(st.rejected + st.simulated + st.pruned, st.candidates);
+    ck_assert_uint_eq(st.simulated, st.failed + st.over_memory + st.fitting);
+    ck_assert_uint_eq(ps_tune_top_count(t), 10);
+    for (size_t i = 0; i < 10; i++) {
+        ps_tune_row r;
+        ck_assert_int_eq(ps_tune_top(t, i, &r), 0);
+        same_row(&r, &b[i], i);
+    }
+    size_t nf = brute_front(b, n);
+    ck_assert_uint_eq(ps_tune_front_count(t), nf);
+    for (size_t i = 0; i < nf; i++) {
+        ps_tune_row r;
+        ck_assert_int_eq(ps_tune_front(t, i, &r), 0);
+        same_row(&r, &b[i], i);
+    }
+    /* The reasons count every rejection. */
+    uint64_t sum = 0;
+    for (size_t i = 0; i < ps_tune_reason_count(t); i++) {
+        uint64_t c;
+        ck_assert_int_eq(ps_tune_reason(t, i, NULL, NULL, &c), 0);
+        sum += c;
+    }
+    ck_assert_uint_eq(sum, st.rejected + st.failed + st.over_memory);
+    ps_tune_free(t);
+    free(b);
+}
+
+START_TEST(brute_dense)
+{
+    ps_transformer m = dense_model();
+    against_brute(&m);
+}
+END_TEST
+
+START_TEST(brute_gqa)
+{
+    ps_transformer m = gqa_model();
+    against_brute(&m);
+}
+END_TEST
+
+START_TEST(brute_moe)
+{
+    ps_transformer m = moe_model();
+    against_brute(&m);
+}
+END_TEST
+
+/* ---- determinism ---------------------------------------------------------------------------- */
+
+static void same_answer(const ps_tune *a, const ps_tune *b)
+{
+    ck_assert_uint_eq(ps_tune_top_count(a), ps_tune_top_count(b));
+    ck_assert_uint_eq(ps_tune_front_count(a), ps_tune_front_count(b));
+    for (size_t i = 0; i < ps_tune_top_count(a); i++) {
+        ps_tune_row x, y;
+        ps_tune_top(a, i, &x);
+        ps_tune_top(b, i, &y);
+        ck_assert_uint_eq(x.index, y.index);
+        ck_assert(x.result.step_time_s == y.result.step_time_s);
+    }
+    for (size_t i = 0; i < ps_tune_front_count(a); i++) {
+        ps_tune_row x, y;
+        ps_tune_front(a, i, &x);
+        ps_tune_front(b, i, &y);
+        ck_assert_uint_eq(x.index, y.index);
+    }
+}
+
+static void same_reasons(const ps_tune *a, const ps_tune *b)
+{
+    ck_assert_uint_eq(ps_tune_reason_count(a), ps_tune_reason_count(b));
+    for (size_t i = 0; i < ps_tune_reason_count(a); i++) {
+        const char *ta, *tb, *ea, *eb;
+        uint64_t ca, cb;
+        ps_tune_reason(a, i, &ta, &ea, &ca);
+        ps_tune_reason(b, i, &tb, &eb, &cb);
+        ck_assert_str_eq(ta, tb);
+        ck_assert_str_eq(ea, eb);
+        ck_assert_uint_eq(ca, cb);
+    }
+}
+
+/* 1, 2 and 4 threads: the same top K, front and reasons. */
+START_TEST(threads_same)
+{
+    ps_transformer m = moe_model();
+    ps_hardware hw = small_hw();
+    ps_tune_job j = small_job(7);
+    ps_tune *one = tune_ok(&m, &hw, &j);
+    for (int th = 2; th <= 4; th += 2) {
+        j.threads = th;
+        ps_tune *more = tune_ok(&m, &hw, &j);
+        ps_tune_stats st;
+        ps_tune_stats_get(more, &st);
+        ck_assert_int_eq(st.threads, th);
+        same_answer(one, more);
+        same_reasons(one, more);
+        ps_tune_free(more);
+    }
+    ps_tune_free(one);
+}
+END_TEST
+
+/* Pruning off: the same answer. Fast hardware with top 1 makes the bound prune. */
+START_TEST(prune_same)
+{
+    ps_transformer models[] = {dense_model(), moe_model()};
+    for (int i = 0; i < 2; i++) {
+        ps_hardware hw = small_hw();
+        hw.hbm_gib = 80;
+        ps_tune_job j = small_job(1);
+        ps_tune *on = tune_ok(&models[i], &hw, &j);
+        j.no_prune = 1;
+        ps_tune *off = tune_ok(&models[i], &hw, &j);
+        ps_tune_stats a, b;
+        ps_tune_stats_get(on, &a);
+        ps_tune_stats_get(off, &b);
+        ck_assert_uint_eq(b.pruned, 0);
+        ck_assert_msg(a.pruned > 0, "%s: nothing pruned, the test proves nothing", models[i].name);
+        ck_assert_uint_eq(a.simulated + a.pruned, b.simulated);
+        same_answer(on, off);
+        ps_tune_free(on);
+        ps_tune_free(off);
+    }
+}
+END_TEST
+
+/* ---- constraints and errors ----------------------------------------------------------------- */
+
+START_TEST(constraints)
+{
+    ps_transformer m = dense_model();
+    ps_hardware hw = small_hw();
+    ps_tune_job j = small_job(50);
+    ps_tune *t;
+    ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+    int32_t tp = 2, sched[2];
+    ck_assert_int_eq(ps_tune_value_parse(PS_KNOB_SCHEDULE, "ZBVZeroBubble", &sched[0]), 0);
+    ck_assert_int_eq(ps_tune_value_parse(PS_KNOB_SCHEDULE, "1F1B", &sched[1]), 0);
+    ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_TP, &tp, 1), 0);
+    ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_SCHEDULE, sched, 2), 0);
+    ck_assert_int_eq(ps_tune_max(t, PS_KNOB_MBS, 2), 0);
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), 0);
+    ck_assert_uint_gt(ps_tune_top_count(t), 0);
+    for (size_t i = 0; i < ps_tune_top_count(t); i++) {
+        ps_tune_row r;
+        ps_tune_top(t, i, &r);
+        ck_assert_int_eq(r.config.knob[PS_KNOB_TP], 2);
+        ck_assert_int_le(r.config.knob[PS_KNOB_MBS], 2);
+        const char *f = ps_tune_family_name((size_t)r.config.knob[PS_KNOB_SCHEDULE]);
+        ck_assert_msg(!strcmp(f, "zb-v") || !strcmp(f, "1f1b"), "schedule %s", f);
+    }
+    /* tp 3 does not divide 8 devices: no value left, named. */
+    tp = 3;
+    ps_tune_allow(t, PS_KNOB_TP, &tp, 1);
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_tune_last_error(t), "no value of tp is left"));
+    ck_assert_ptr_nonnull(strstr(ps_tune_last_error(t), "allow 3"));
+    ck_assert_uint_eq(ps_tune_top_count(t), 0);
+    /* fp8 on hardware without it. */
+    ps_tune_allow(t, PS_KNOB_TP, NULL, 0);
+    int32_t fp8 = PS_PREC_FP8;
+    ps_tune_allow(t, PS_KNOB_PRECISION, &fp8, 1);
+    hw.peak_tflops_fp8 = 0;
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_tune_last_error(t), "no FP8 peak"));
+    ps_tune_free(t);
+}
+END_TEST
+
+START_TEST(bad_input)
+{
+    ps_transformer m = dense_model();
+    ps_hardware hw = small_hw();
+    ps_tune_job j = small_job(5);
+    ps_tune *t;
+    ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+    j.gpus = 0;
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_tune_last_error(t), "gpus must be >= 1; got 0"));
+    j = small_job(5);
+    j.mem_reserve_gib = 4;
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_tune_last_error(t), "leaves no memory"));
+    ck_assert_int_eq(ps_tune_run(t, NULL, &hw, &j), PS_EINVAL);
+    ck_assert_int_eq(ps_tune_allow(t, PS_KNOBS, NULL, 0), PS_EINVAL);
+    ck_assert_int_eq(ps_tune_knob_lookup("tpp"), PS_ENOTFOUND);
+    int32_t v;
+    ck_assert_int_eq(ps_tune_value_parse(PS_KNOB_SCHEDULE, "gpipe", &v), PS_ECONFIG);
+    ck_assert_int_eq(ps_tune_value_parse(PS_KNOB_TP, "4x", &v), PS_ECONFIG);
+    /* Nothing fits in 1 GiB: not an error; the least need is reported. */
+    j = small_job(5);
+    hw.hbm_gib = 1;
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), 0);
+    ck_assert_uint_eq(ps_tune_top_count(t), 0);
+    ps_tune_stats st;
+    ps_tune_stats_get(t, &st);
+    ck_assert_uint_eq(st.fitting, 0);
+    ck_assert(st.min_need_gib > 0.75);
+    ps_tune_free(t);
+}
+END_TEST
+
+static int to_buffer(void *ud, const char *data, size_t len)
+{
+    fwrite(data, 1, len, ud);
+    return 0;
+}
+
+/* The CSV: a header and one line per candidate, its status and figures. */
+START_TEST(csv_all)
+{
+    ps_transformer m = gqa_model();
+    ps_hardware hw = small_hw();
+    ps_tune_job j = small_job(3);
+    j.record_all = 1;
+    j.threads = 2;
+    ps_tune *t = tune_ok(&m, &hw, &j);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_int_eq(ps_tune_write_csv(t, to_buffer, f), 0);
+    fclose(f);
+    ps_tune_stats st;
+    ps_tune_stats_get(t, &st);
+    uint64_t lines = 0, ok = 0;
+    for (char *p = buf; (p = strchr(p, '\n')); p++)
+        lines++;
+    for (char *p = buf; (p = strstr(p, ",ok,")); p++)
+        ok++;
+    ck_assert_uint_eq(lines, st.candidates + 1);
+    ck_assert_uint_eq(ok, st.fitting);
+    ck_assert_ptr_nonnull(strstr(buf, "index,tp,cp,pp,ep,etp,vpp,schedule,mbs,"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"gbs not divisible by dp*mbs\""));
+    free(buf);
+    j.record_all = 0;
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), 0);
+    ck_assert_int_eq(ps_tune_write_csv(t, to_buffer, stdout), PS_ESTATE);
+    ps_tune_free(t);
+}
+END_TEST
+
+static Suite *tune_suite(void)
+{
+    Suite *s = suite_create("tune");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, brute_dense);
+    tcase_add_test(tc, brute_gqa);
+    tcase_add_test(tc, brute_moe);
+    tcase_add_test(tc, threads_same);
+    tcase_add_test(tc, prune_same);
+    tcase_add_test(tc, constraints);
+    tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, csv_all);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(tune_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
