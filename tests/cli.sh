@@ -276,7 +276,7 @@ contains "$tmp/err" 'unknown format "xml" (table, json, csv, csv-comms)' "choice
 # `pipesched --help` lists the built commands in a stable order.
 order="list generate simulate check"
 "$bin" help run >/dev/null 2>&1 && order="$order run"
-order="$order plan estimate"
+order="$order plan estimate tune"
 "$bin" help draw >/dev/null 2>&1 && order="$order draw"
 order="$order demo help"
 expect 0 "--help lists the commands" -- "$bin" --help
@@ -401,6 +401,69 @@ expect 0 "estimate --config, another flag leaves the file's keys" -- "$bin" esti
     --config "$estcfg" --mbs 2 --json
 contains "$tmp/out" '"dp":2,"microbatches":32,' \
     "estimate --config --mbs 2: the file's gpus 64 and gbs 128 kept, 128 / (2 x 2)"
+
+# tune: the search (the answers are test-tune's business; here the command line: output,
+# determinism across threads, the reproduction command, CSV, JSON, errors).
+tune="--model llama3-8b --hardware h100-sxm --gpus 8 --gbs 16 --seq 4096 --max pp=4"
+expect 0 "tune --help" -- "$bin" tune --help
+contains "$tmp/out" "usage: pipesched tune" "tune --help text"
+# shellcheck disable=SC2086
+expect 0 "tune" -- "$bin" tune $tune --top 3 --threads 1
+contains "$tmp/out" "top 3 by step time:" "tune prints the ranking"
+contains "$tmp/out" "Pareto front, step time against peak memory:" "tune prints the front"
+contains "$tmp/out" "gbs not divisible by dp*mbs" "tune counts the rejections by reason"
+contains "$tmp/out" "pipesched estimate --model llama3-8b --hardware h100-sxm --gpus 8" \
+    "tune names the estimate command of each row"
+grep -v '^search:' "$tmp/out" >"$tmp/tune-1"
+for th in 2 4; do
+    # shellcheck disable=SC2086
+    expect 0 "tune --threads $th" -- "$bin" tune $tune --top 3 --threads $th
+    grep -v '^search:' "$tmp/out" >"$tmp/tune-$th"
+    same "$tmp/tune-1" "$tmp/tune-$th" "tune: $th threads print what 1 thread prints"
+done
+# shellcheck disable=SC2086
+expect 0 "tune --no-prune" -- "$bin" tune $tune --top 3 --no-prune
+grep -v '^search:' "$tmp/out" >"$tmp/tune-np"
+same "$tmp/tune-1" "$tmp/tune-np" "tune: pruning off prints the same answer"
+# shellcheck disable=SC2086
+expect 0 "tune --json --csv" -- "$bin" tune $tune --top 2 --json --csv "$tmp/all.csv"
+for key in search top front rejected candidates simulated pruned seconds candidates_per_s \
+    simulated_per_s step_time_s peak_gib headroom_gib gap command; do
+    contains "$tmp/out" "\"$key\":" "tune --json has $key"
+done
+cands=$(sed -n 's/.*"candidates":\([0-9]*\).*/\1/p' "$tmp/out")
+if [ "$(wc -l <"$tmp/all.csv")" -eq $((cands + 1)) ]; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: tune --csv has not one line per candidate ($cands)"; fi
+# The first row's command reproduces its step time.
+cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
+    head -1)
+step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' | head -1)
+# shellcheck disable=SC2086
+expect 0 "tune's first command" -- "$bin" $cmd --json
+contains "$tmp/out" "\"step_time_s\":$step," "tune's command reproduces the step time $step"
+expect 2 "tune without its required options" -- "$bin" tune --model llama3-8b
+contains "$tmp/err" "tune needs --hardware, --gpus, --gbs, --seq" "tune names every missing option"
+# shellcheck disable=SC2086
+expect 2 "tune, a value no candidate has" -- "$bin" tune $tune --fix tp=3
+contains "$tmp/err" "no value of tp is left: its candidates are 1, 2, 4, 8" "tune names the knob"
+# shellcheck disable=SC2086
+expect 2 "tune, contradictory flags" -- "$bin" tune $tune --fix tp=8 --allow tp=4,8
+contains "$tmp/err" "tp is in both --fix and --allow" "tune refuses contradictory flags"
+# shellcheck disable=SC2086
+expect 2 "tune, unknown knob" -- "$bin" tune $tune --fix tpp=2
+contains "$tmp/err" 'unknown knob "tpp"' "tune names the unknown knob"
+# shellcheck disable=SC2086
+expect 2 "tune, bad schedule" -- "$bin" tune $tune --allow schedule=1f1b,gpipe
+contains "$tmp/err" 'bad value "gpipe" of schedule' "tune names the bad value"
+expect 2 "tune, fp8 without an FP8 peak" -- "$bin" tune --model llama3-8b --hardware a100-80g \
+    --gpus 8 --gbs 16 --seq 4096 --allow precision=bf16,fp8
+contains "$tmp/err" "hardware a100-80g has no FP8 peak" "tune refuses fp8 on a100"
+expect 2 "tune, gpus 0" -- "$bin" tune --model llama3-8b --hardware h100-sxm --gpus 0 --gbs 8 \
+    --seq 4096
+expect 2 "tune, a model that fits nowhere" -- "$bin" tune --model llama3-70b --hardware h100-sxm \
+    --gpus 8 --gbs 16 --seq 4096
+contains "$tmp/err" "no configuration fits in 80.00 GiB per device" "tune: nothing fits"
+contains "$tmp/err" "the smallest needs at least 150.84 GiB" "tune says the least memory needed"
 
 # The guide's option list and its `help simulate` example are the program's own output
 # (checked against a build with every command, which the guide documents).

@@ -385,8 +385,8 @@ static int report_nothing(const ps_tune *t, const ps_tune_stats *st, const ps_ha
     if (st->min_need_gib > 0)
         fprintf(stderr,
                 "pipesched: tune: no configuration fits in %.2f GiB per device (%s has %.2f GiB, "
-                "--mem-reserve-gib %.2f): the smallest needs %s%.2f GiB; allow more devices, "
-                "recompute or the distributed optimizer, or a larger reserve-free memory\n",
+                "--mem-reserve-gib %.2f): the smallest needs %s%.2f GiB; use more devices, a "
+                "device with more memory, or fewer constraints\n",
                 st->limit_gib, hw->name, hw->hbm_gib, hw->hbm_gib - st->limit_gib,
                 st->min_need_exact ? "" : "at least ", st->min_need_gib);
     else
