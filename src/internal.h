@@ -299,6 +299,16 @@ const ps_schedule *ps__sim_schedule(const ps_sim *sim);
  * stage, which first_layer[part] receives. */
 const ps_plan_op *ps__sim_moe_ops(const ps_sim *sim, const ps_action *a, size_t *n,
                                   int32_t first_layer[2]);
+/*
+ * The pipeline transfers on the critical path of sim's timeline (which must be current):
+ * walking back from the action that ends last (the lowest rank on a tie), each action's start
+ * is explained by what bound it: the end of the rank's previous action, or the arrival of an
+ * input (its producer's end, plus c from another rank), same-rank causes first on a tie. The
+ * walk stops at an action that starts at 0. *transfers receives the number of inputs on the
+ * path that came from another rank, so that the makespan is the durations on the path plus
+ * *transfers times c. PS_ESTATE without a current timeline.
+ */
+int ps__sim_critical_transfers(const ps_sim *sim, int64_t *transfers);
 /* Replaces sim's timeline (which must be current) by start/end / unit, indexed like the
  * schedule's action array, and recomputes busy times and metrics (the executor's measured
  * run). Peaks are kept. PS_ESTATE when sim holds no current timeline. */

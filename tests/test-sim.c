@@ -229,6 +229,107 @@ START_TEST(sim_replay_matches_engine)
 }
 END_TEST
 
+/* The makespan of s under pb with the transfer cost set to c (pb keeps c afterwards). */
+static double makespan_at(ps_schedule *s, ps_problem *pb, double c)
+{
+    ps_sim *sim;
+    ck_assert_int_eq(ps_problem_set_cost(pb, PS_COST_C, c), 0);
+    ps_metrics m = simulate(s, pb, &sim);
+    ps_sim_free(sim);
+    return m.makespan;
+}
+
+START_TEST(sim_critical_transfers_by_hand)
+{
+    /* 1F1B, p = 2, m = 3, f = 1, B = b + w = 2, c = 0.25 (exact in binary). Rank 0 runs F0 F1
+     * B0 F2 B1 B2, rank 1 F0 B0 F1 B1 F2 B2:
+     *   0F0 0-1, 0F1 1-2; 1F0 1.25-2.25, 1B0 2.25-4.25; 0B0 4.5-6.5 (gradient at 4.5);
+     *   1F1 4.25-5.25 (input there at 2.25), 1B1 5.25-7.25; 0F2 6.5-7.5; 0B1 7.5-9.5 (free and
+     *   gradient both at 7.5); 1F2 7.75-8.75 (input at 7.75), 1B2 8.75-10.75; 0B2 11-13.
+     * With c = 0 the same lists give 4 (f + B) = 12: a critical path that is critical at both.
+     * Walking back from 0B2: the gradient of 1B2 (a transfer), 1F2 by its rank, the input from
+     * 0F2 (a transfer), 0B0 by its rank, the gradient of 1B0 (a transfer), 1F0 by its rank,
+     * the input from 0F0 (a transfer), which starts at 0: 4 transfers, 13 = 4 (f + B) + 4c. */
+    ps_problem *pb = make_problem("1f1b", 2, 1, 3, 1, 1.5, 0.5, 0.25);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ck_assert_int_eq(ps_schedule_validate(s), 0);
+    ps_sim *sim;
+    int64_t n = -1;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps__sim_critical_transfers(sim, &n), PS_ESTATE);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ck_assert_int_eq(ps__sim_critical_transfers(NULL, &n), PS_EINVAL);
+    ck_assert_int_eq(ps__sim_critical_transfers(sim, NULL), PS_EINVAL);
+    const double want0[] = {0, 1, 4.5, 6.5, 7.5, 11},
+                 want1[] = {1.25, 2.25, 4.25, 5.25, 7.75, 8.75};
+    for (int i = 0; i < 6; i++) {
+        ck_assert_double_eq(ps_sim_starts(sim, 0)[i], want0[i]);
+        ck_assert_double_eq(ps_sim_starts(sim, 1)[i], want1[i]);
+    }
+    ps_metrics m;
+    ck_assert_int_eq(ps_sim_metrics(sim, &m), 0);
+    ck_assert_double_eq(m.makespan, 13);
+    ck_assert_int_eq(ps__sim_critical_transfers(sim, &n), 0);
+    ck_assert_int_eq(n, 4);
+    ck_assert_double_eq(makespan_at(s, pb, 0), 12);
+    ck_assert_double_eq(m.makespan - 12, (double)n * 0.25);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+/*
+ * For every family: GPipe with uniform costs has its critical path at every c, through the
+ * 2(p - 1) transfers of the first forward and the last backward, so the count is 2(p - 1) and
+ * makespan(c) - makespan(0) = 2(p - 1)c (rank r's first forward starts at r(f + c), rank 0's
+ * last backward ends (p - 1)(B + c) after the last rank's): (m + p - 1)(f + B) + 2(p - 1)c.
+ * Every family: the path without its c is a chain of the c = 0 timeline, so
+ * makespan(c) - makespan(0) <= count.c <= makespan(c); with c = 0 the count is 0 or more but
+ * the figure count.c is 0.
+ */
+START_TEST(sim_critical_transfers_bounds)
+{
+    ps_family_info fi;
+    ck_assert_int_eq(ps_family_get((size_t)_i, &fi), 0);
+    const int sizes[][3] = {{1, 1, 3}, {2, 1, 4}, {4, 2, 8}, {5, 3, 10}, {8, 4, 32}};
+    const double cs[] = {0.25, 0.5, 3};
+    for (int k = 0; k < 5; k++) {
+        for (int q = 0; q < 3; q++) {
+            double c = cs[q];
+            int p = sizes[k][0], v = sizes[k][1], mb = sizes[k][2];
+            ps_problem *pb = make_problem(fi.name, p, v, mb, 1, 1.5, 0.75, c);
+            ps_schedule *s;
+            ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+            if (ps_schedule_generate(s, pb)) {
+                ps_schedule_free(s);
+                ps_problem_free(pb);
+                continue;
+            }
+            ck_assert_int_eq(ps_schedule_validate(s), 0);
+            ps_sim *sim;
+            ps_metrics m = simulate(s, pb, &sim);
+            int64_t n;
+            ck_assert_int_eq(ps__sim_critical_transfers(sim, &n), 0);
+            double exposed = (double)n * c, saved = m.makespan - makespan_at(s, pb, 0);
+            ck_assert_msg(exposed >= saved - 1e-9 && exposed <= m.makespan,
+                          "%s p%d v%d m%d c%g: %g transfers' time, %g saved, makespan %g", fi.name,
+                          p, v, mb, c, exposed, saved, m.makespan);
+            if (strcmp(fi.name, "gpipe") == 0) {
+                ck_assert_int_eq(n, 2 * (p - 1));
+                ck_assert_double_eq_tol(m.makespan, (mb + p - 1) * 3.25 + 2 * (p - 1) * c, 1e-9);
+                ck_assert_double_eq_tol(saved, 2 * (p - 1) * c, 1e-9);
+            }
+            ps_sim_free(sim);
+            ps_schedule_free(s);
+            ps_problem_free(pb);
+        }
+    }
+}
+END_TEST
+
 START_TEST(sim_stale_after_regeneration)
 {
     ps_problem *pb = make_problem("1f1b", 4, 1, 8, 1, 1, 1, 0);
@@ -348,6 +449,8 @@ int main(void)
     tcase_add_test(tc, sim_reuse_across_sizes);
     tcase_add_loop_test(tc, sim_replay_matches_engine, 0, (int)ps_family_count());
     tcase_add_test(tc, sim_stale_after_regeneration);
+    tcase_add_test(tc, sim_critical_transfers_by_hand);
+    tcase_add_loop_test(tc, sim_critical_transfers_bounds, 0, (int)ps_family_count());
     suite_add_tcase(su, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, sim_errors);

@@ -592,6 +592,106 @@ const double *ps_sim_ends(const ps_sim *sim, int rank)
     return sim->end + sim->s->off[rank];
 }
 
+/* ---- the critical path ------------------------------------------------------------------ */
+
+/* The action of rank r that produced the forward output (dir 0) or the gradient (dir 1) of
+ * (stage, mb), found by its end time t among the rank's ends (which never decrease along the
+ * rank's list); -1 when no action of the rank ends at t with that output. */
+static int64_t producer(const ps_sim *sim, int32_t r, int dir, int32_t stage, int32_t mb, double t)
+{
+    const ps_schedule *s = sim->s;
+    const double *end = sim->end + s->off[r];
+    int64_t lo = 0, hi = s->len[r];
+    while (lo < hi) { /* the first action that ends at t or later */
+        int64_t mid = lo + (hi - lo) / 2;
+        if (end[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (int64_t i = lo; i < s->len[r] && end[i] == t; i++) {
+        const ps_action *a = &s->acts[s->off[r] + i];
+        int fwd = a->kind == PS_F || a->kind == PS_FB, bwd = a->kind == PS_B || a->kind == PS_I;
+        if (dir == 0 && fwd && a->stage == stage && a->mb == mb)
+            return i;
+        if (dir == 1 && ((bwd && a->stage == stage && a->mb == mb) ||
+                         (a->kind == PS_FB && a->bstage == stage && a->bmb == mb)))
+            return i;
+    }
+    return -1;
+}
+
+/* The input of part dir (0: the forward output consumed, 1: the gradient) of action a that
+ * bound its start t on rank r: *rank and *idx of its producer and *cross (it came from another
+ * rank); 0 when that input arrived after t or a has none. */
+static int bound_by(const ps_sim *sim, const ps_action *a, int dir, int32_t r, double t,
+                    int32_t *rank, int64_t *idx, int *cross)
+{
+    const ps_schedule *s = sim->s;
+    int fwd = a->kind == PS_F || a->kind == PS_FB;
+    int bwd = a->kind == PS_B || a->kind == PS_I || a->kind == PS_FB;
+    if (dir == 0 ? !fwd : !bwd)
+        return 0;
+    int32_t stage = dir == 0 || a->kind != PS_FB ? a->stage : a->bstage;
+    int32_t mb = dir == 0 || a->kind != PS_FB ? a->mb : a->bmb;
+    int32_t dep = ps__path_peer(s, dir == 0 ? 1 : 0, stage, mb);
+    if (dep < 0)
+        return 0;
+    const double *ends = dir == 0 ? sim->fwd_end : sim->bwd_end;
+    double at = ends[ps__sm((size_t)s->m, dep, mb)];
+    *rank = s->stage_rank[dep];
+    *cross = *rank != r;
+    if ((*cross ? at + sim->cost[PS_COST_C] : at) != t) /* as arrival() computes it */
+        return 0;
+    *idx = producer(sim, *rank, dir, dep, mb, at);
+    return *idx >= 0;
+}
+
+int ps__sim_critical_transfers(const ps_sim *sim, int64_t *transfers)
+{
+    if (!sim || !transfers)
+        return PS_EINVAL;
+    *transfers = 0;
+    if (!ps__sim_current(sim))
+        return PS_ESTATE;
+    const ps_schedule *s = sim->s;
+    int32_t r = -1;
+    for (int32_t q = 0; q < s->pp; q++)
+        if (s->len[q] &&
+            (r < 0 || sim->end[s->off[q] + s->len[q] - 1] > sim->end[s->off[r] + s->len[r] - 1]))
+            r = q;
+    if (r < 0)
+        return 0;
+    int64_t i = s->len[r] - 1, n = 0;
+    /* Each step goes to an action that ends no later than this one starts and comes before it
+     * in a topological order, so the walk ends; the bound guards a timeline that is not the
+     * simulator's own. */
+    for (int64_t steps = 0; steps < s->off[s->pp]; steps++) {
+        const ps_action *a = &s->acts[s->off[r] + i];
+        double t = sim->start[s->off[r] + i];
+        if (!(t > 0))
+            break;
+        if (i > 0 && sim->end[s->off[r] + i - 1] == t) {
+            i--;
+            continue;
+        }
+        /* Same-rank inputs first: on a tie the path that carries fewer transfers. */
+        int32_t pr[2];
+        int64_t pi[2];
+        int cross[2], ok[2];
+        for (int d = 0; d < 2; d++)
+            ok[d] = bound_by(sim, a, d, r, t, &pr[d], &pi[d], &cross[d]);
+        int d = ok[0] && !cross[0] ? 0 : ok[1] && !cross[1] ? 1 : ok[0] ? 0 : ok[1] ? 1 : -1;
+        if (d < 0)
+            break; /* nothing explains the start: not a simulated timeline */
+        n += cross[d];
+        r = pr[d];
+        i = pi[d];
+    }
+    *transfers = n;
+    return 0;
+}
+
 int ps__sim_set_timeline(ps_sim *sim, const double *start, const double *end, double unit)
 {
     if (!ps__sim_current(sim))
