@@ -24,7 +24,7 @@ struct ps_estimate {
     ps_allocator al;
     ps_problem *pb;
     ps_schedule *s;
-    ps_sim *sim, *sim0; /* the run, and the same with c = 0 (exposed pipeline transfers) */
+    ps_sim *sim;
     /* Per virtual stage (cap_st entries each): the layers it holds, its durations, the extras
      * of MoE mode, its memory model, its TP and CP seconds in F and in I, scratch. */
     size_t cap_st;
@@ -55,8 +55,7 @@ int ps_estimate_new(ps_estimate **out, const ps_allocator *alloc)
     if (!e)
         return PS_ENOMEM;
     e->al = al;
-    if (ps_problem_new(&e->pb, &al) || ps_schedule_new(&e->s, &al) || ps_sim_new(&e->sim, &al) ||
-        ps_sim_new(&e->sim0, &al)) {
+    if (ps_problem_new(&e->pb, &al) || ps_schedule_new(&e->s, &al) || ps_sim_new(&e->sim, &al)) {
         ps_estimate_free(e);
         return PS_ENOMEM;
     }
@@ -89,7 +88,6 @@ void ps_estimate_free(ps_estimate *e)
     free_stage_tables(e);
     ps__free(&e->al, e->rm, e->cap_rk, sizeof *e->rm);
     ps__free(&e->al, e->tail, 3 * e->cap_rk, sizeof *e->tail);
-    ps_sim_free(e->sim0);
     ps_sim_free(e->sim);
     ps_schedule_free(e->s);
     ps_problem_free(e->pb);
@@ -517,19 +515,13 @@ static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, c
     return set_stage_tables(e, u);
 }
 
-static int simulate(ps_estimate *e, double c)
+static int simulate(ps_estimate *e)
 {
     int rc;
     if ((rc = ps_schedule_generate(e->s, e->pb)) || (rc = ps_schedule_validate(e->s)))
         return fail(e, rc, "schedule", ps_schedule_last_error(e->s));
     if ((rc = ps_sim_run(e->sim, e->s, e->pb)))
         return fail(e, rc, "simulation", ps_sim_last_error(e->sim));
-    if (c > 0) {
-        if ((rc = ps_problem_set_cost(e->pb, PS_COST_C, 0.0)) ||
-            (rc = ps_sim_run(e->sim0, e->s, e->pb)))
-            return fail(e, rc, "simulation", ps_sim_last_error(e->sim0));
-        ps_problem_set_cost(e->pb, PS_COST_C, c); /* was accepted above */
-    }
     return 0;
 }
 
@@ -646,13 +638,13 @@ static void rank_figures(ps_estimate *e, const ps__setup *u, int32_t r, rank_fig
 
 static int results(ps_estimate *e, const ps__setup *u, const derived *d, double c)
 {
-    ps_metrics met, met0;
+    ps_metrics met;
+    int64_t transfers;
     int rc = ps_sim_metrics(e->sim, &met);
+    if (!rc)
+        rc = ps__sim_critical_transfers(e->sim, &transfers);
     if (rc)
         return ps__seterr(e->err, PS_EINTERNAL, "estimate: no metrics after a simulation (%d)", rc);
-    met0 = met;
-    if (c > 0 && ps_sim_metrics(e->sim0, &met0))
-        return ps__seterr(e->err, PS_EINTERNAL, "estimate: no metrics of the c = 0 simulation");
     ps_estimate_result *res = &e->res;
     memset(res, 0, sizeof *res);
     double ep_exposed = 0.0;
@@ -702,7 +694,8 @@ static int results(ps_estimate *e, const ps__setup *u, const derived *d, double 
     }
     (void)crit;
     res->exposed_s[PS_COMM_EP] = ep_exposed;
-    res->exposed_s[PS_COMM_PP] = met.makespan > met0.makespan ? met.makespan - met0.makespan : 0;
+    /* PP: the transfers on the critical path (docs/model.md), from the one simulation. */
+    res->exposed_s[PS_COMM_PP] = (double)transfers * c;
     res->step_time_s = step;
     res->bubble_s = met.bubble;
     res->dp = u->dp;
@@ -749,7 +742,7 @@ static int eval_split(void *ctx, const int32_t *counts, double *step)
     }
     stage_costs(e, a->u, a->d, a->u->m->experts > 0);
     int rc;
-    if ((rc = set_stage_tables(e, a->u)) || (rc = simulate(e, a->c)) ||
+    if ((rc = set_stage_tables(e, a->u)) || (rc = simulate(e)) ||
         (rc = results(e, a->u, a->d, a->c)))
         return rc;
     *step = e->res.step_time_s;
@@ -832,7 +825,7 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
                                   sizeof e->err)))
             return rc;
         stage_costs(e, &u, &d, m.experts > 0);
-        if ((rc = build_problem(e, &u, &d, name, c)) || (rc = simulate(e, c)) ||
+        if ((rc = build_problem(e, &u, &d, name, c)) || (rc = simulate(e)) ||
             (rc = results(e, &u, &d, c)))
             return rc;
     }
