@@ -9,68 +9,69 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ROW(n, name, aliases, desc, cons, place, vpp, units, options)                              \
+#define ROW(n, name, aliases, desc, cons, place, vpp, units, options, costs)                       \
     {                                                                                              \
-        name, aliases, desc, cons, place, vpp, units, options, ps__##n##_check, ps__##n##_generate \
+        name, aliases, desc, cons, place, vpp, units, options, costs, ps__##n##_check,             \
+            ps__##n##_generate                                                                     \
     }
 
 const ps__family ps__families[] = {
     ROW(gpipe, "gpipe", "GPipe,ScheduleGPipe,fill-drain", "all forwards, then all backwards",
-        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 2, 0),
+        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 2, 0, 0),
     ROW(1f1b, "1f1b", "1F1B,Schedule1F1B,pipedream-flush",
         "one-forward-one-backward after a warm-up of min(p-r-1, m) forwards", "vpp = 1; any m >= 1",
-        PS__PLACE_LOOP, 1, 2, 0),
+        PS__PLACE_LOOP, 1, 2, 0, 0),
     ROW(interleaved, "interleaved",
         "Interleaved1F1B,ScheduleInterleaved1F1B,megatron-interleaved,vpp",
         "Megatron interleaved 1F1B: loop placement, warm-up 2(p-r-1)+(v-1)G",
         "vpp > 1 needs pp <= group_size <= m and m mod group_size = 0 or >= pp "
         "(group_size defaults to pp); vpp = 1 is 1F1B",
-        PS__PLACE_LOOP, 0, 2, PS__OPT_GROUP),
+        PS__PLACE_LOOP, 0, 2, PS__OPT_GROUP, 0),
     ROW(interleaved_rounds, "interleaved-rounds", "pytorch-interleaved,flexible-interleaved",
         "PyTorch's relaxed interleaved 1F1B: rounds = max(1, m//p), warm-up "
         "(v-1)(m/rounds)+2(p-r-1)",
-        "m mod max(1, m // pp) = 0", PS__PLACE_LOOP, 0, 2, 0),
+        "m mod max(1, m // pp) = 0", PS__PLACE_LOOP, 0, 2, 0, 0),
     ROW(looped_bfs, "looped-bfs", "LoopedBFS,ScheduleLoopedBFS,bfs",
         "breadth-first: all forwards of each local stage in turn, then backwards in reverse",
-        "any vpp >= 1, m >= 1", PS__PLACE_LOOP, 0, 2, 0),
+        "any vpp >= 1, m >= 1", PS__PLACE_LOOP, 0, 2, 0, 0),
     ROW(zb_h1, "zb-h1", "ZB-H1,zb1p-handcrafted,zero-bubble-h1",
         "zero bubble, handcrafted: warm-up p-r-1 forwards, W deferred by r micro-batches",
-        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 3, 0),
+        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 3, 0, 0),
     ROW(zb_h2, "zb-h2", "ZB-H2,zb2p-handcrafted,zero-bubble-h2",
         "zero bubble, handcrafted: warm-up 2(p-r-1) forwards, W deferred by 2r micro-batches",
-        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 3, 0),
+        "vpp = 1; any m >= 1", PS__PLACE_LOOP, 1, 3, 0, 0),
     ROW(interleaved_zb, "interleaved-zb",
         "InterleavedZeroBubble,ScheduleInterleavedZeroBubble,zb1p",
         "PyTorch's interleaved zero bubble: interleaved-rounds warm-up (v-1)(m/rounds)+(p-r-1), "
         "split backward, W deferred by r steps",
-        "m mod max(1, m // pp) = 0", PS__PLACE_LOOP, 0, 3, 0),
+        "m mod max(1, m // pp) = 0", PS__PLACE_LOOP, 0, 3, 0, 0),
     ROW(zb_v, "zb-v", "ZBVZeroBubble,ScheduleZBVZeroBubble,zbv",
         "handcrafted ZB-V: two chunks per rank in V placement, zero bubble when f = b = w",
-        "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3, 0),
+        "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3, 0, 0),
     ROW(v_half, "v-half", "V-Half,zbv-half",
         "V-shape building blocks with half of 1F1B's activation memory, then squeezed",
-        "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3, 0),
+        "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3, 0, 0),
     ROW(v_min, "v-min", "V-Min,zbv-min",
         "V-shape building blocks with a third of 1F1B's activation memory, then squeezed",
-        "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3, 0),
+        "vpp = 2 (V placement); any m >= 1", PS__PLACE_V, 2, 3, 0, 0),
     ROW(zb_auto, "zb-auto", "zb-greedy,zero-bubble-auto,ZBAuto",
         "cost- and memory-aware zero-bubble list scheduler (per-stage f, b, w, c, memory limit)",
-        "vpp = 1 (loop) or 2 (V placement); any m >= 1", PS__PLACE_V, 0, 3, 0),
+        "vpp = 1 (loop) or 2 (V placement); any m >= 1", PS__PLACE_V, 0, 3, 0, 1),
     ROW(dualpipe, "dualpipe", "DualPipe",
         "DeepSeek's DualPipe: two model copies fed from both ends, 8-step program with fused "
         "forward-backward pairs and deferred weight gradients",
         "vpp = 1 (two model copies, 2 pp stages); pp even, m even, m >= 2 pp", PS__PLACE_BIDIR, 1,
-        3, 0),
+        3, 0, 0),
     ROW(dualpipev, "dualpipev", "DualPipeV,ScheduleDualPipeV",
         "DualPipe cut in half: the same 8-step program on V placement, one model copy",
-        "vpp = 2 (V placement); m >= 2 pp", PS__PLACE_V, 2, 3, 0),
+        "vpp = 2 (V placement); m >= 2 pp", PS__PLACE_V, 2, 3, 0, 0),
     ROW(adaptive, "adaptive", "adaptive-pipe,AdaptivePipe,combined-1f1b,fb-overlap",
         "Adaptive Pipe: interleaved 1F1B with extra_warmup (default 1) more warm-up forwards, "
         "every steady step one fused forward-backward pair; split_backward runs the "
         "cool-down's backwards as I then W",
         "interleaved's table: vpp > 1 needs pp <= group_size <= m and m mod group_size = 0 or "
         ">= pp (group_size defaults to pp); vpp = 1 (combined 1F1B) takes any m >= 1",
-        PS__PLACE_LOOP, 0, 3, PS__OPT_GROUP | PS__OPT_ADAPTIVE),
+        PS__PLACE_LOOP, 0, 3, PS__OPT_GROUP | PS__OPT_ADAPTIVE, 0),
 };
 
 const size_t ps__nfamilies = sizeof ps__families / sizeof ps__families[0];

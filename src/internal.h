@@ -273,6 +273,8 @@ typedef struct ps__family {
     int fixed_vpp; /* 0 = any v, else v must equal it */
     int units;     /* max actions per (stage, micro-batch) on its rank */
     int options;   /* PS__OPT_*: which optional parameters the family takes */
+    int costs;     /* 1: the generator plans with the problem's costs and memory (ps__params.pb),
+                      so its schedule changes with them; 0: a function of ps__params alone */
     /* Returns 0 or writes the reason for rejecting p into why (PS__ERRLEN). */
     int (*check)(const ps__params *p, char *why);
     /* Emits the actions into s, whose IR is allocated with placement and paths set. */

@@ -5,6 +5,8 @@
  */
 #include "common.h"
 
+#include "internal.h" /* ps__families: which generators read the costs */
+
 #include <stdio.h>
 
 static ps_schedule *gen(const char *fam, int p, int v, int m)
@@ -390,6 +392,60 @@ START_TEST(schedule_stage_tables_must_match)
 }
 END_TEST
 
+/* 1 when a and b hold the same compute lists on the same placement. */
+static int same_lists(const ps_schedule *a, const ps_schedule *b)
+{
+    if (ps_schedule_pp(a) != ps_schedule_pp(b) ||
+        ps_schedule_num_stages(a) != ps_schedule_num_stages(b))
+        return 0;
+    for (int i = 0; i < ps_schedule_num_stages(a); i++)
+        if (ps_schedule_stage_rank(a, i) != ps_schedule_stage_rank(b, i))
+            return 0;
+    for (int r = 0; r < ps_schedule_pp(a); r++) {
+        size_t n = ps_schedule_rank_length(a, r);
+        if (n != ps_schedule_rank_length(b, r) ||
+            memcmp(ps_schedule_rank_actions(a, r), ps_schedule_rank_actions(b, r),
+                   n * sizeof(ps_action)))
+            return 0;
+    }
+    return 1;
+}
+
+/* The registry's costs flag: a family without it makes the same schedule whatever the costs,
+ * the memory model and c (the estimate keeps such a schedule while its shape stays the same);
+ * zb-auto, which has it, plans with them. */
+START_TEST(schedule_costs_flag)
+{
+    const ps__family *f = &ps__families[_i];
+    const int sizes[][3] = {{1, 1, 3}, {2, 1, 4}, {4, 2, 8}, {4, 1, 8}, {5, 3, 10}, {8, 2, 32}};
+    const double costs[][4] = {{1, 1, 1, 0}, {2, 3, 0.5, 1.5}, {1, 0.25, 4, 0.125}};
+    int differs = 0;
+    for (int k = 0; k < 6; k++) {
+        ps_schedule *s[3];
+        int ok = 1;
+        for (int q = 0; q < 3; q++) {
+            ps_problem *pb = make_problem(f->name, sizes[k][0], sizes[k][1], sizes[k][2],
+                                          costs[q][0], costs[q][1], costs[q][2], costs[q][3]);
+            if (q == 2)
+                ck_assert_int_eq(ps_problem_set_memory(pb, 1, -0.75, -0.25), 0);
+            ck_assert_int_eq(ps_schedule_new(&s[q], NULL), 0);
+            ok &= ps_schedule_generate(s[q], pb) == 0;
+            ps_problem_free(pb);
+        }
+        for (int q = 1; ok && q < 3; q++) {
+            int same = same_lists(s[0], s[q]);
+            ck_assert_msg(same || f->costs, "%s p%d v%d m%d: costs %d change the schedule", f->name,
+                          sizes[k][0], sizes[k][1], sizes[k][2], q);
+            differs |= !same;
+        }
+        for (int q = 0; q < 3; q++)
+            ps_schedule_free(s[q]);
+    }
+    ck_assert_msg(differs == f->costs, "%s: costs flag %d, the costs %s the schedule", f->name,
+                  f->costs, differs ? "change" : "do not change");
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("schedule");
@@ -408,6 +464,7 @@ int main(void)
     tcase_add_test(tc, schedule_null_arguments);
     tcase_add_test(tc, schedule_costs_string);
     tcase_add_test(tc, schedule_path_neighbors);
+    tcase_add_loop_test(tc, schedule_costs_flag, 0, (int)ps__nfamilies);
     suite_add_tcase(su, tc);
     tc = tcase_create("stage_tables");
     tcase_add_test(tc, schedule_stage_tables_must_match);
