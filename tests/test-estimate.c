@@ -7,8 +7,9 @@
  */
 #include "common.h"
 
-#include "internal.h"   /* ps__moe_stage_fbw: the durations zb-auto plans with */
-#include "model/cost.h" /* the closed forms, checked directly */
+#include "internal.h"       /* ps__moe_stage_fbw: the durations zb-auto plans with */
+#include "model/cost.h"     /* the closed forms, checked directly */
+#include "model/estimate.h" /* ps__estimate_forget */
 
 #include <cJSON.h>
 #include <math.h>
@@ -787,6 +788,105 @@ START_TEST(estimate_moe_zb_auto_extras)
 }
 END_TEST
 
+/* Everything a run reports, and the timeline, equal bit for bit in a and b. */
+static void expect_same_run(const ps_estimate *a, const ps_estimate *b, int step)
+{
+    ps_estimate_result x, y;
+    ck_assert_int_eq(ps_estimate_result_get(a, &x), 0);
+    ck_assert_int_eq(ps_estimate_result_get(b, &y), 0);
+    const double dx[] = {x.step_time_s,
+                         x.tokens_per_s_per_gpu,
+                         x.model_tflops_per_gpu,
+                         x.mfu,
+                         x.bubble_s,
+                         x.compute_s,
+                         x.optimizer_s,
+                         x.peak_gib};
+    const double dy[] = {y.step_time_s,
+                         y.tokens_per_s_per_gpu,
+                         y.model_tflops_per_gpu,
+                         y.mfu,
+                         y.bubble_s,
+                         y.compute_s,
+                         y.optimizer_s,
+                         y.peak_gib};
+    ck_assert_msg(!memcmp(dx, dy, sizeof dx) &&
+                      !memcmp(x.exposed_s, y.exposed_s, sizeof x.exposed_s),
+                  "step %d: %.17g vs %.17g", step, x.step_time_s, y.step_time_s);
+    ck_assert(x.dp == y.dp && x.microbatches == y.microbatches && x.peak_rank == y.peak_rank &&
+              x.fits == y.fits);
+    const ps_schedule *sa = ps_estimate_schedule(a), *sb = ps_estimate_schedule(b);
+    const ps_sim *ma = ps_estimate_sim(a), *mb = ps_estimate_sim(b);
+    ck_assert_int_eq(ps_schedule_pp(sa), ps_schedule_pp(sb));
+    for (int r = 0; r < ps_schedule_pp(sa); r++) {
+        size_t n = ps_schedule_rank_length(sa, r);
+        ck_assert_uint_eq(n, ps_schedule_rank_length(sb, r));
+        ck_assert(!memcmp(ps_schedule_rank_actions(sa, r), ps_schedule_rank_actions(sb, r),
+                          n * sizeof(ps_action)));
+        ck_assert(!memcmp(ps_sim_starts(ma, r), ps_sim_starts(mb, r), n * sizeof(double)));
+        ck_assert(!memcmp(ps_sim_ends(ma, r), ps_sim_ends(mb, r), n * sizeof(double)));
+        ps_rank_memory p, q;
+        ck_assert_int_eq(ps_estimate_rank_memory(a, r, &p), 0);
+        ck_assert_int_eq(ps_estimate_rank_memory(b, r, &q), 0);
+        ck_assert(p.total == q.total && p.activations == q.activations &&
+                  p.peak_inflight == q.peak_inflight);
+    }
+}
+
+/*
+ * One handle through a sequence of runs that change the costs (hardware), the shape (batch,
+ * family, layout) and the model (dense, MoE), and come back: each run equals a fresh handle's
+ * bit for bit. The schedule is generated again (its version moves) exactly when the shape
+ * changed, for every run of zb-auto (it plans with the costs), and after ps__estimate_forget.
+ */
+START_TEST(estimate_reuse_matches_fresh)
+{
+    ps_transformer dense = small_model(), moe = small_model();
+    moe.layers = 8, moe.experts = 8, moe.top_k = 2, moe.moe_ffn = 512, moe.first_dense = 1;
+    moe.shared_experts = 1, moe.gated_mlp = 1, moe.rms_norm = 1;
+    ps_hardware slow = small_hw(), fast = small_hw();
+    fast.peak_tflops_bf16 *= 2, fast.intra_gbps *= 3;
+    ps_train t0 = small_train(), t1 = t0, tz = t0, tm = t0, tm2, tv, tv2;
+    t1.gbs = 8;
+    strcpy(tz.schedule, "zb-auto");
+    tm.gpus = 8, tm.pp = 4, tm.ep = 2, tm.gbs = 16;
+    strcpy(tm.schedule, "1f1b");
+    tm2 = tm, tm2.layout = "Et|t*2|t*2|t*3L";
+    tv = tm, tv.vpp = 2;
+    strcpy(tv.schedule, "dualpipev");
+    tv2 = tv, tv2.layout = "Et*2|t|t||t|t|t|tL";
+    const struct {
+        const ps_transformer *m;
+        const ps_hardware *h;
+        const ps_train *t;
+        int regenerated, forget;
+    } steps[] = {{&dense, &slow, &t0, 1, 0}, {&dense, &fast, &t0, 0, 0}, {&dense, &fast, &t1, 1, 0},
+                 {&dense, &slow, &t1, 0, 0}, {&dense, &slow, &tz, 1, 0}, {&dense, &fast, &tz, 1, 0},
+                 {&moe, &slow, &tm, 1, 0},   {&moe, &fast, &tm, 0, 0},   {&moe, &fast, &tm2, 0, 0},
+                 {&moe, &fast, &tm, 0, 0},   {&moe, &slow, &tv, 1, 0},   {&moe, &slow, &tv2, 0, 0},
+                 {&moe, &slow, &tv, 0, 0},   {&moe, &fast, &tv2, 0, 0},  {&moe, &slow, &tv, 1, 1},
+                 {&dense, &slow, &t0, 1, 0}, {&dense, &slow, &t0, 1, 1}};
+    ps_estimate *e;
+    ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+    uint64_t version = 0;
+    for (int k = 0; k < (int)(sizeof steps / sizeof steps[0]); k++) {
+        if (steps[k].forget)
+            ps__estimate_forget(e);
+        int rc = ps_estimate_run(e, steps[k].m, steps[k].h, steps[k].t);
+        ck_assert_msg(rc == 0, "step %d: %s", k, ps_estimate_last_error(e));
+        ps_estimate *fresh = run_ok(steps[k].m, steps[k].h, steps[k].t);
+        expect_same_run(e, fresh, k);
+        ps_estimate_free(fresh);
+        uint64_t v = ps_estimate_schedule(e)->version;
+        ck_assert_msg((v != version) == steps[k].regenerated, "step %d: version %llu after %llu", k,
+                      (unsigned long long)v, (unsigned long long)version);
+        version = v;
+    }
+    ps__estimate_forget(NULL);
+    ps_estimate_free(e);
+}
+END_TEST
+
 /* The trace's allocations fail cleanly. */
 START_TEST(estimate_trace_alloc_failure)
 {
@@ -865,6 +965,7 @@ int main(void)
     tcase_add_test(tc, estimate_trace_tail);
     tcase_add_test(tc, estimate_trace_alloc_failure);
     tcase_add_test(tc, estimate_moe_zb_auto_extras);
+    tcase_add_test(tc, estimate_reuse_matches_fresh);
     suite_add_tcase(su, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, estimate_config_errors);

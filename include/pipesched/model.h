@@ -265,7 +265,10 @@ PS_EXTERN const char *ps_estimate_last_error(const ps_estimate *e);
  * simulates the schedule. The inputs are copied. PS_ECONFIG names what does not divide or
  * does not fit (gpus by tp.pp.cp, heads by tp, experts by ep, the batch by dp.mbs, ...);
  * PS_EUNSUPPORTED/PS_EINVALID come from the schedule family. A configuration whose memory
- * does not fit is not an error: the result says fits = 0.
+ * does not fit is not an error: the result says fits = 0. Reuse one handle for many runs: it
+ * keeps its tables, and the schedule while the shape (family, pp, vpp, micro-batches) stays
+ * the same, so a run that changes only the costs simulates without generating; the results
+ * are those of a fresh handle, bit for bit.
  */
 PS_EXTERN int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
                               const ps_train *train);

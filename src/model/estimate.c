@@ -9,9 +9,11 @@
  * optimizer step. docs/model.md states every formula and assumption.
  *
  * The search calls this for millions of configurations, so the handle keeps its problem,
- * schedule, simulations and per-stage tables across runs (they only grow).
+ * schedule, simulation and per-stage tables across runs (they only grow), and keeps the
+ * schedule while its shape does not change (estimate.h).
  * SPDX-License-Identifier: MIT
  */
+#include "model/estimate.h"
 #include "model/cost.h"
 #include "model/partition.h"
 
@@ -20,11 +22,23 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MEM_UNIT 1024.0 /* stage_memory is given in KiB (keeps it far below PS_MAX_COST) */
 
+/* The inputs of ps_schedule_generate() that the estimate's problem holds (internal.h): while
+ * they stay the same, so does the schedule of a family whose generator does not read the
+ * problem's costs. */
+typedef struct shape {
+    int family, split_bwd, has_moe;
+    long long pp, vpp, m, group, extra_warmup;
+    size_t n_stage_costs, n_stage_mem;
+} shape;
+
 struct ps_estimate {
     ps_allocator al;
     ps_problem *pb;
     ps_schedule *s;
     ps_sim *sim;
+    /* The shape s was generated and validated for (have_shape 0: none, s must be made). */
+    shape shape;
+    int have_shape;
     /* Per virtual stage (cap_st entries each): the layers it holds, its durations, the extras
      * of MoE mode, its memory model, its TP and CP seconds in F and in I, scratch. */
     size_t cap_st;
@@ -515,11 +529,51 @@ static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, c
     return set_stage_tables(e, u);
 }
 
+static shape shape_of(const ps_problem *pb)
+{
+    shape k = {pb->family, pb->split_bwd,    pb->has_moe,       pb->pp,         pb->vpp, pb->m,
+               pb->group,  pb->extra_warmup, pb->n_stage_costs, pb->n_stage_mem};
+    return k;
+}
+
+static int same_shape(const shape *a, const shape *b)
+{
+    return a->family == b->family && a->split_bwd == b->split_bwd && a->has_moe == b->has_moe &&
+           a->pp == b->pp && a->vpp == b->vpp && a->m == b->m && a->group == b->group &&
+           a->extra_warmup == b->extra_warmup && a->n_stage_costs == b->n_stage_costs &&
+           a->n_stage_mem == b->n_stage_mem;
+}
+
+/*
+ * The problem's schedule, generated and validated (which records the issue order the
+ * simulator replays), or the last run's when the shape is the same and the family does not
+ * plan with the costs (zb-auto does): the search changes the costs far more often than the
+ * shape. What generation would still check on a kept schedule, the MoE layers per stage (the
+ * stage tables' counts are in the shape), is checked here with generation's message.
+ */
+static int make_schedule(ps_estimate *e)
+{
+    shape k = shape_of(e->pb);
+    int rc;
+    if (e->have_shape && same_shape(&k, &e->shape) && !ps__families[k.family].costs) {
+        ps_schedule *s = e->s;
+        if (k.has_moe && (rc = ps__check_stage_layers(e->pb, s->nstages / s->param_copies, s->err)))
+            return fail(e, rc, "schedule", s->err);
+        return 0;
+    }
+    e->have_shape = 0;
+    if ((rc = ps_schedule_generate(e->s, e->pb)) || (rc = ps_schedule_validate(e->s)))
+        return fail(e, rc, "schedule", ps_schedule_last_error(e->s));
+    e->shape = k;
+    e->have_shape = 1;
+    return 0;
+}
+
 static int simulate(ps_estimate *e)
 {
     int rc;
-    if ((rc = ps_schedule_generate(e->s, e->pb)) || (rc = ps_schedule_validate(e->s)))
-        return fail(e, rc, "schedule", ps_schedule_last_error(e->s));
+    if ((rc = make_schedule(e)))
+        return rc;
     if ((rc = ps_sim_run(e->sim, e->s, e->pb)))
         return fail(e, rc, "simulation", ps_sim_last_error(e->sim));
     return 0;
@@ -865,6 +919,13 @@ int ps_estimate_stage_layers(const ps_estimate *e, const ps_stage_layers **out)
         return PS_ESTATE;
     *out = e->sl;
     return e->model_stages;
+}
+
+void ps__estimate_forget(ps_estimate *e)
+{
+    if (!e)
+        return;
+    e->have_shape = 0;
 }
 
 int ps__estimate_partition_stats(const ps_estimate *e, ps__partition_stats *out)
