@@ -311,6 +311,9 @@ const ps_plan_op *ps__sim_moe_ops(const ps_sim *sim, const ps_action *a, size_t 
  * *transfers times c. PS_ESTATE without a current timeline.
  */
 int ps__sim_critical_transfers(const ps_sim *sim, int64_t *transfers);
+/* Forgets the overlap plans sim keeps from run to run in MoE mode: its next run plans every
+ * step again (what a first run costs, for benchmarks). */
+void ps__sim_forget_plans(ps_sim *sim);
 /* Replaces sim's timeline (which must be current) by start/end / unit, indexed like the
  * schedule's action array, and recomputes busy times and metrics (the executor's measured
  * run). Peaks are kept. PS_ESTATE when sim holds no current timeline. */

@@ -438,6 +438,79 @@ START_TEST(sim_moe_extra_costs)
 }
 END_TEST
 
+/* A MoE model of 24 layers, the first 2 dense, whose all-to-all the planner can hide. */
+static ps_moe_model overlap_model(double scale)
+{
+    ps_moe_model m;
+    memset(&m, 0, sizeof m);
+    m.layers = 24, m.dense_layers = 2;
+    const double moe[PS_OP_LAYER_COUNT] = {2, 1.5, 3, 1, 1.5, 1.5, 1, 3, 1.5, 2, 3, 1, 2, 0.5};
+    for (int k = 0; k < PS_OP_LAYER_COUNT; k++)
+        m.moe.t[k] = scale * moe[k];
+    m.dense.t[PS_OP_ATTN] = 2, m.dense.t[PS_OP_MLP] = 4, m.dense.t[PS_OP_MLP_DX] = 4;
+    m.dense.t[PS_OP_ATTN_DX] = 2, m.dense.t[PS_OP_MLP_DW] = 4, m.dense.t[PS_OP_ATTN_DW] = 2;
+    m.planner = PS_PLANNER_ADAPTIVE;
+    return m;
+}
+
+/*
+ * The simulator keeps its overlap plans from run to run while the MoE model is the same and
+ * plans only the layer compositions and fused pairs it has not seen: one simulator through
+ * splits that add compositions (more than the 8 classes its first pair table holds), a
+ * changed model, a forgotten memo and a dense run gives, every time, the timeline and the
+ * all-to-all figures of a fresh simulator, bit for bit.
+ */
+START_TEST(sim_moe_plans_kept_across_runs)
+{
+    const int32_t even[8] = {3, 3, 3, 3, 3, 3, 3, 3}, up[8] = {1, 1, 2, 2, 3, 4, 5, 6},
+                  down[8] = {6, 5, 4, 3, 2, 2, 1, 1};
+    const int32_t *splits[] = {even, up, down, even, up, down, even};
+    const double scale[] = {1, 1, 1, 1, 2, 2, 2};
+    ps_sim *kept;
+    ck_assert_int_eq(ps_sim_new(&kept, NULL), 0);
+    for (int k = 0; k < 8; k++) {
+        int dense = k == 7; /* a run without a model between the MoE runs */
+        ps_problem *pb = make_problem("dualpipev", 4, 2, 8, 1, 1, 1, 0.5);
+        ps_moe_model m = overlap_model(scale[k < 7 ? k : 0]);
+        if (!dense) {
+            ck_assert_int_eq(ps_problem_set_moe(pb, &m), 0);
+            ck_assert_int_eq(ps_problem_set_stage_layers(pb, splits[k], 8), 0);
+        }
+        ps_schedule *s;
+        ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+        ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+        ck_assert_int_eq(ps_schedule_validate(s), 0);
+        if (k == 5)
+            ps__sim_forget_plans(kept);
+        ps_sim *fresh;
+        ck_assert_int_eq(ps_sim_new(&fresh, NULL), 0);
+        ck_assert_int_eq(ps_sim_run(fresh, s, pb), 0);
+        ck_assert_msg(ps_sim_run(kept, s, pb) == 0, "run %d: %s", k, ps_sim_last_error(kept));
+        for (int r = 0; r < 4; r++) {
+            size_t n = ps_schedule_rank_length(s, r);
+            ck_assert_msg(
+                !memcmp(ps_sim_starts(kept, r), ps_sim_starts(fresh, r), n * sizeof(double)) &&
+                    !memcmp(ps_sim_ends(kept, r), ps_sim_ends(fresh, r), n * sizeof(double)),
+                "run %d, rank %d", k, r);
+        }
+        ps_comm_metrics ca, cb;
+        int rc = ps_sim_comm(kept, &ca);
+        ck_assert_int_eq(rc, dense ? PS_ENOTFOUND : 0);
+        if (!dense) {
+            ck_assert_int_eq(ps_sim_comm(fresh, &cb), 0);
+            ck_assert(!memcmp(ca.total, cb.total, sizeof ca.total) &&
+                      !memcmp(ca.exposed, cb.exposed, sizeof ca.exposed));
+            ck_assert(ca.total[PS_PHASE_ALL] > ca.exposed[PS_PHASE_ALL]); /* some overlap */
+        }
+        ps_sim_free(fresh);
+        ps_schedule_free(s);
+        ps_problem_free(pb);
+    }
+    ps__sim_forget_plans(NULL);
+    ps_sim_free(kept);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sim");
@@ -458,6 +531,7 @@ int main(void)
     tc = tcase_create("stage_tables");
     tcase_add_test(tc, sim_stage_tables_must_match);
     tcase_add_test(tc, sim_moe_extra_costs);
+    tcase_add_test(tc, sim_moe_plans_kept_across_runs);
     suite_add_tcase(su, tc);
     return run_suite(su);
 }

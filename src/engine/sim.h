@@ -14,6 +14,12 @@
 
 #define PS__SIM_PER_RANK 7 /* 8-byte per-rank arrays: the rank_* members of ps_sim */
 
+/* A class of stages in MoE mode: its dense and MoE layer counts and the first layer of the
+ * first stage it was found on, whose layers its plans are made on. */
+typedef struct ps__moe_class {
+    int32_t dense, moe, first_layer;
+} ps__moe_class;
+
 /* A planned action: its duration and its all-to-all time, total and exposed. */
 typedef struct ps__moe_cost {
     double dur, comm_total, comm_exposed;
@@ -60,16 +66,23 @@ struct ps_sim {
     ps_metrics metrics;
 
     /* MoE mode (moe set): durations from the overlap planner. Stages with the same layer
-     * composition share a class; class_plans holds per class the plans of F, I, W and B,
-     * pair_plans per (forward class, backward class, backward kind B/I) the fused pairs that
-     * occur (ps__sim_class_at, ps__sim_pair_at); the cap_ fields are their capacities. */
+     * composition share a class (classes[0 .. nclass)); class_plans holds per class the plans
+     * of F, I, W and B, pair_plans per (forward class, backward class, backward kind B/I) the
+     * fused pairs that occur, pair_stride classes to a row (ps__sim_class_at, ps__sim_pair_at;
+     * dur < 0: not planned); the cap_ fields are their capacities. The plans are a memo of
+     * plan_model: a run with the same model keeps the classes and plans it finds there and
+     * plans only what is new (plans_valid 0: start afresh). */
     int moe;
-    int32_t nclass;
+    int32_t nclass, pair_stride;
+    ps__moe_class *classes;
+    size_t cap_classes;
     int32_t *stage_class; /* nstages entries, then the first layer of each stage */
     int32_t *stage_first_layer;
     size_t cap_class_stages; /* stages the block has room for (2 int32 each) */
     ps__moe_cost *class_plans, *pair_plans;
     size_t cap_class_plans, cap_pair_plans;
+    ps_moe_model plan_model;
+    int plans_valid;
     ps_plan *planner;
     ps_plan_op *plan_ops; /* the operations of every plan above (for the trace) */
     size_t nplan_ops, cap_plan_ops;
@@ -96,11 +109,11 @@ static inline size_t ps__sim_class_at(int32_t cls, int kind)
     return (size_t)cls * 4 + (size_t)kind;
 }
 
-/* Index in pair_plans of the fused pair whose forward part runs a stage of class fcls and
- * whose backward part, of kind bkind (B or I), a stage of class bcls. */
-static inline size_t ps__sim_pair_at(int32_t nclass, int32_t fcls, int32_t bcls, int bkind)
+/* Index in pair_plans (stride classes to a row) of the fused pair whose forward part runs a
+ * stage of class fcls and whose backward part, of kind bkind (B or I), a stage of class bcls. */
+static inline size_t ps__sim_pair_at(int32_t stride, int32_t fcls, int32_t bcls, int bkind)
 {
-    return ((size_t)fcls * (size_t)nclass + (size_t)bcls) * 2 + (bkind == PS_B ? 0 : 1);
+    return ((size_t)fcls * (size_t)stride + (size_t)bcls) * 2 + (bkind == PS_B ? 0 : 1);
 }
 
 /* The planned costs of action a in MoE mode. */
@@ -115,7 +128,8 @@ static inline const ps__moe_cost *ps__sim_moe_of(const ps_sim *sim, const ps_act
     case PS_B:
         return &sim->class_plans[ps__sim_class_at(c[a->stage], a->kind)];
     case PS_FB:
-        return &sim->pair_plans[ps__sim_pair_at(sim->nclass, c[a->stage], c[a->bstage], a->bkind)];
+        return &sim->pair_plans[ps__sim_pair_at(sim->pair_stride, c[a->stage], c[a->bstage],
+                                                a->bkind)];
     default:
         return &none;
     }
@@ -124,8 +138,9 @@ static inline const ps__moe_cost *ps__sim_moe_of(const ps_sim *sim, const ps_act
 /* ---- MoE mode (sim_moe.c) ---------------------------------------------------------------- */
 
 /* Classes the stages of s by layer composition and plans every action kind of every class and
- * every fused pair s contains under pb's MoE model; sets sim->moe. The tables only grow, so
- * simulating again does not allocate. Returns 0 or the error, with its message in sim->err. */
+ * every fused pair s contains under pb's MoE model, keeping the plans of the last runs when the
+ * model is the same; sets sim->moe. The tables only grow, so simulating again does not
+ * allocate. Returns 0 or the error, with its message in sim->err. */
 int ps__sim_moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb);
 /* The per-phase all-to-all totals of the timeline (sim->comm). */
 void ps__sim_moe_metrics(ps_sim *sim, const ps_schedule *s);

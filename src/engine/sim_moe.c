@@ -8,6 +8,11 @@
  * and B are planned once per class and each fused pair once per (forward class, backward
  * class, backward kind) that the schedule contains; the clock's step then reads an action's
  * plan from two small tables (sim.h). The planned operations are kept for the trace.
+ *
+ * A plan depends only on the MoE model and the class's composition, so the classes and their
+ * plans stay from one run to the next while the model is the same (bit for bit: the struct's
+ * fields are compared, not its bytes): a search that changes the schedule, the split or the
+ * dense costs around one MoE model plans only the compositions and pairs it has not seen.
  * SPDX-License-Identifier: MIT
  */
 #include "sim.h"
@@ -15,17 +20,13 @@
 #include <string.h>
 
 #define MAX_CLASSES 256 /* distinct layer compositions of the stages of a MoE model */
-
-/* A class of stages: its dense and MoE layer counts and the first layer of its first stage,
- * on which its plans are made. */
-typedef struct class_key {
-    int32_t dense, moe, first_layer;
-} class_key;
+#define KEEP_CLASSES 32 /* a memo with more classes is dropped before the next run adds more */
 
 void ps__sim_moe_free(ps_sim *sim)
 {
     const ps_allocator *a = &sim->al;
     ps__free(a, sim->stage_class, 2 * sim->cap_class_stages, sizeof *sim->stage_class);
+    ps__free(a, sim->classes, sim->cap_classes, sizeof *sim->classes);
     ps__free(a, sim->class_plans, sim->cap_class_plans, sizeof *sim->class_plans);
     ps__free(a, sim->pair_plans, sim->cap_pair_plans, sizeof *sim->pair_plans);
     ps_plan_free(sim->planner);
@@ -34,10 +35,44 @@ void ps__sim_moe_free(ps_sim *sim)
     sim->nplan_ops = sim->cap_plan_ops = 0;
     sim->planner = NULL;
     sim->stage_class = sim->stage_first_layer = NULL;
+    sim->classes = NULL;
     sim->class_plans = sim->pair_plans = NULL;
-    sim->cap_class_plans = sim->cap_pair_plans = sim->cap_class_stages = 0;
+    sim->cap_classes = sim->cap_class_plans = sim->cap_pair_plans = sim->cap_class_stages = 0;
+    sim->nclass = sim->pair_stride = 0;
+    sim->plans_valid = 0;
     sim->moe = 0;
 }
+
+/* Empties the memo: no classes, no plans, no operations. The tables keep their memory. */
+static void forget(ps_sim *sim)
+{
+    sim->nclass = 0;
+    sim->nplan_ops = 0;
+    for (size_t i = 0; i < sim->cap_pair_plans; i++)
+        sim->pair_plans[i].dur = -1;
+    sim->plans_valid = 0;
+}
+
+void ps__sim_forget_plans(ps_sim *sim)
+{
+    if (sim)
+        forget(sim);
+}
+
+/* 1 when a and b give the same plans: every field the planner reads, bit for bit (the struct's
+ * padding is not compared; the assertion below fails when a field is added). */
+static int same_model(const ps_moe_model *a, const ps_moe_model *b)
+{
+    return a->layers == b->layers && a->dense_layers == b->dense_layers &&
+           a->planner == b->planner && !memcmp(&a->moe, &b->moe, sizeof a->moe) &&
+           !memcmp(&a->dense, &b->dense, sizeof a->dense) &&
+           !memcmp(&a->p2p, &b->p2p, sizeof a->p2p) &&
+           !memcmp(&a->slowdown, &b->slowdown, sizeof a->slowdown);
+}
+_Static_assert(sizeof(ps_moe_model) ==
+                   ((3 * sizeof(int32_t) + 2 * sizeof(ps_layer_cost) + 2 * sizeof(double) + 7) &
+                    ~(size_t)7),
+               "same_model() compares every field of ps_moe_model");
 
 /* ---- plans ------------------------------------------------------------------------------- */
 
@@ -103,26 +138,33 @@ static int reserve_stage_classes(ps_sim *sim, int32_t nstages)
     return 0;
 }
 
-/* The class of each of the ms model stages, in key[0 .. *nclass); the stages of a second
- * model copy (DualPipe) take the classes of the first. */
-static int classify_stages(ps_sim *sim, const ps_schedule *s, const ps_problem *pb, int32_t ms,
-                           class_key key[MAX_CLASSES], int32_t *nclass)
+/* The class of each of the ms model stages, found among the memo's classes or added to them
+ * (at most MAX_CLASSES: PS_EUNSUPPORTED beyond); the stages of a second model copy (DualPipe)
+ * take the classes of the first. */
+static int classify_stages(ps_sim *sim, const ps_schedule *s, const ps_problem *pb, int32_t ms)
 {
-    int32_t nc = 0, l0 = 0, n = 0, nd;
+    int32_t nc = sim->nclass, l0 = 0, n = 0, nd;
     for (int32_t st = 0; st < ms; st++) {
         ps__stage_next(pb, ms, st, &l0, &n, &nd);
         sim->stage_first_layer[st] = l0;
         int32_t c = 0;
-        while (c < nc && !(key[c].dense == nd && key[c].moe == n - nd))
+        while (c < nc && !(sim->classes[c].dense == nd && sim->classes[c].moe == n - nd))
             c++;
         if (c == nc) {
             if (nc == MAX_CLASSES)
                 return ps__seterr(sim->err, PS_EUNSUPPORTED,
                                   "more than %d distinct stage layer compositions", MAX_CLASSES);
-            key[c].dense = nd;
-            key[c].moe = n - nd;
-            key[c].first_layer = l0;
-            nc++;
+            if ((size_t)nc == sim->cap_classes) {
+                size_t cap = sim->cap_classes ? 2 * sim->cap_classes : 16;
+                ps__moe_class *x =
+                    ps__realloc(&sim->al, sim->classes, sim->cap_classes, cap, sizeof *x);
+                if (!x)
+                    return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+                sim->classes = x;
+                sim->cap_classes = cap;
+            }
+            ps__moe_class k = {nd, n - nd, l0};
+            sim->classes[nc++] = k;
         }
         sim->stage_class[st] = c;
     }
@@ -130,16 +172,19 @@ static int classify_stages(ps_sim *sim, const ps_schedule *s, const ps_problem *
         sim->stage_class[st] = sim->stage_class[st % ms];
         sim->stage_first_layer[st] = sim->stage_first_layer[st % ms];
     }
-    *nclass = nc;
+    sim->nclass = nc;
     return 0;
 }
 
-/* Room for the plans of nc classes. The tables only grow, so that simulating again does not
- * allocate. */
-static int reserve_plans(ps_sim *sim, int32_t nc)
+/* Room for the plans of the nclass classes: class_plans keeps its entries (realloc), and
+ * pair_plans, when its rows are too short, is laid out again with longer rows, the pairs
+ * planned so far moved to their new places and the rest marked unplanned. The tables only
+ * grow, so that simulating again does not allocate. */
+static int reserve_plans(ps_sim *sim, int32_t old_nclass)
 {
     const ps_allocator *a = &sim->al;
-    size_t nclass_plans = (size_t)nc * 4, npair_plans = (size_t)nc * (size_t)nc * 2;
+    int32_t nc = sim->nclass;
+    size_t nclass_plans = (size_t)nc * 4;
     if (nclass_plans > sim->cap_class_plans) {
         ps__moe_cost *x =
             ps__realloc(a, sim->class_plans, sim->cap_class_plans, nclass_plans, sizeof *x);
@@ -148,24 +193,36 @@ static int reserve_plans(ps_sim *sim, int32_t nc)
         sim->class_plans = x;
         sim->cap_class_plans = nclass_plans;
     }
-    if (npair_plans > sim->cap_pair_plans) {
-        ps__moe_cost *x =
-            ps__realloc(a, sim->pair_plans, sim->cap_pair_plans, npair_plans, sizeof *x);
-        if (!x)
-            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        sim->pair_plans = x;
-        sim->cap_pair_plans = npair_plans;
-    }
-    sim->nclass = nc;
-    sim->nplan_ops = 0;
+    if (nc <= sim->pair_stride)
+        return 0;
+    int32_t stride = sim->pair_stride ? 2 * sim->pair_stride : 8;
+    stride = stride < nc ? nc : stride > MAX_CLASSES ? MAX_CLASSES : stride;
+    size_t npair_plans = (size_t)stride * (size_t)stride * 2;
+    ps__moe_cost *x = ps__alloc(a, npair_plans, sizeof *x);
+    if (!x)
+        return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+    for (size_t i = 0; i < npair_plans; i++)
+        x[i].dur = -1;
+    for (int32_t f = 0; f < old_nclass; f++)
+        for (int32_t b = 0; b < old_nclass; b++)
+            for (int k = 0; k < 2; k++) {
+                int kind = k ? PS_I : PS_B;
+                x[ps__sim_pair_at(stride, f, b, kind)] =
+                    sim->pair_plans[ps__sim_pair_at(sim->pair_stride, f, b, kind)];
+            }
+    ps__free(a, sim->pair_plans, sim->cap_pair_plans, sizeof *sim->pair_plans);
+    sim->pair_plans = x;
+    sim->cap_pair_plans = npair_plans;
+    sim->pair_stride = stride;
     return 0;
 }
 
-/* The plans of F, I, W and B of every class, on the layers of its first stage. */
-static int plan_classes(ps_sim *sim, const ps_moe_model *m, const class_key *key)
+/* The plans of F, I, W and B of the classes from `from` on, on the layers of each one's first
+ * stage. */
+static int plan_classes(ps_sim *sim, const ps_moe_model *m, int32_t from)
 {
-    for (int32_t c = 0; c < sim->nclass; c++) {
-        int32_t l0 = key[c].first_layer, n = key[c].dense + key[c].moe;
+    for (int32_t c = from; c < sim->nclass; c++) {
+        int32_t l0 = sim->classes[c].first_layer, n = sim->classes[c].dense + sim->classes[c].moe;
         for (int kind = PS_F; kind <= PS_B; kind++) {
             ps__moe_cost *out = &sim->class_plans[ps__sim_class_at(c, kind)];
             int rc = kind == PS_F ? plan_into(sim, m, l0, n, PS_B, 0, 0, out)
@@ -177,14 +234,11 @@ static int plan_classes(ps_sim *sim, const ps_moe_model *m, const class_key *key
     return 0;
 }
 
-/* The plans of the fused pairs s contains, each (forward class, backward class, backward
- * kind) once: most of the nclass^2 combinations never occur. */
-static int plan_pairs(ps_sim *sim, const ps_schedule *s, const ps_moe_model *m,
-                      const class_key *key)
+/* The plans of the fused pairs s contains that are not planned yet, each (forward class,
+ * backward class, backward kind) once: most of the nclass^2 combinations never occur. */
+static int plan_pairs(ps_sim *sim, const ps_schedule *s, const ps_moe_model *m)
 {
-    size_t npairs = (size_t)sim->nclass * (size_t)sim->nclass * 2;
-    for (size_t i = 0; i < npairs; i++)
-        sim->pair_plans[i].dur = -1; /* not planned yet */
+    const ps__moe_class *key = sim->classes;
     for (int32_t r = 0; r < s->pp; r++) {
         const ps_action *acts = s->acts + s->off[r];
         for (int64_t i = 0; i < s->len[r]; i++) {
@@ -192,7 +246,7 @@ static int plan_pairs(ps_sim *sim, const ps_schedule *s, const ps_moe_model *m,
             if (x->kind != PS_FB)
                 continue;
             int32_t cf = sim->stage_class[x->stage], cb = sim->stage_class[x->bstage];
-            ps__moe_cost *e = &sim->pair_plans[ps__sim_pair_at(sim->nclass, cf, cb, x->bkind)];
+            ps__moe_cost *e = &sim->pair_plans[ps__sim_pair_at(sim->pair_stride, cf, cb, x->bkind)];
             if (e->dur >= 0)
                 continue;
             int rc = plan_into(sim, m, key[cf].first_layer, key[cf].dense + key[cf].moe, x->bkind,
@@ -204,6 +258,27 @@ static int plan_pairs(ps_sim *sim, const ps_schedule *s, const ps_moe_model *m,
     return 0;
 }
 
+/* The classes of s's stages and the plans they need, with the memo's when the model is its.
+ * The memo is dropped first when it is large, or when the run's ms stages could take its
+ * classes beyond MAX_CLASSES: a run fails for want of classes only where a fresh simulator
+ * would. */
+static int plan_all(ps_sim *sim, const ps_schedule *s, const ps_problem *pb, int32_t ms)
+{
+    if (!sim->plans_valid || !same_model(&sim->plan_model, &pb->moe) ||
+        sim->nclass > KEEP_CLASSES || ms > MAX_CLASSES - sim->nclass)
+        forget(sim);
+    int32_t old = sim->nclass;
+    int rc = classify_stages(sim, s, pb, ms);
+    if (rc)
+        return rc;
+    sim->plan_model = pb->moe;
+    sim->plans_valid = 1;
+    if ((rc = reserve_plans(sim, old)) || (rc = plan_classes(sim, &pb->moe, old)) ||
+        (rc = plan_pairs(sim, s, &pb->moe)))
+        return rc;
+    return 0;
+}
+
 int ps__sim_moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
 {
     int32_t ms = s->nstages / (s->param_copies > 0 ? s->param_copies : 1);
@@ -212,23 +287,14 @@ int ps__sim_moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         return rc;
     if (!sim->planner && ps_plan_new(&sim->planner, &sim->al))
         return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-    class_key key[MAX_CLASSES];
-    int32_t nc = 0;
     rc = reserve_stage_classes(sim, s->nstages);
     if (rc)
         return rc;
-    rc = classify_stages(sim, s, pb, ms, key, &nc);
-    if (rc)
+    rc = plan_all(sim, s, pb, ms);
+    if (rc) {
+        forget(sim); /* a half-made memo is not kept */
         return rc;
-    rc = reserve_plans(sim, nc);
-    if (rc)
-        return rc;
-    rc = plan_classes(sim, &pb->moe, key);
-    if (rc)
-        return rc;
-    rc = plan_pairs(sim, s, &pb->moe, key);
-    if (rc)
-        return rc;
+    }
     sim->moe = 1;
     return 0;
 }

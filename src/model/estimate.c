@@ -9,8 +9,9 @@
  * optimizer step. docs/model.md states every formula and assumption.
  *
  * The search calls this for millions of configurations, so the handle keeps its problem,
- * schedule, simulation and per-stage tables across runs (they only grow), and keeps the
- * schedule while its shape does not change (estimate.h).
+ * schedule, simulation and per-stage tables across runs (they only grow), keeps the schedule
+ * while its shape does not change and, in the simulator, the MoE overlap plans while the model
+ * does not (estimate.h).
  * SPDX-License-Identifier: MIT
  */
 #include "model/estimate.h"
@@ -926,6 +927,7 @@ void ps__estimate_forget(ps_estimate *e)
     if (!e)
         return;
     e->have_shape = 0;
+    ps__sim_forget_plans(e->sim);
 }
 
 int ps__estimate_partition_stats(const ps_estimate *e, ps__partition_stats *out)
