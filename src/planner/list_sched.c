@@ -18,7 +18,7 @@
 #include <string.h>
 
 /* 1 when node k's predecessors have ended (and its extra edge, with use_x). */
-static int ready(const ps_plan *pl, int32_t k, int use_x)
+static inline int ready(const ps_plan *pl, int32_t k, int use_x)
 {
     const ps__plan_node *x = &pl->n[k];
     for (int i = 0; i < x->ndep; i++)
@@ -59,8 +59,9 @@ static int take_best(const ps_plan *pl, int32_t *o, size_t at, size_t len, int u
 
 /*
  * Times of the orders o[0] (compute) and o[1] (communication) into st/en. Returns the
- * makespan, or -1 when the orders contradict the dependencies (both streams wait and work is
- * left). With greedy set, the orders are built instead (take_best()).
+ * makespan, -1 when the orders contradict the dependencies (both streams wait and work is
+ * left), or -2 as soon as the clock passes limit (the makespan can only be larger; st/en are
+ * then partly written). With greedy set, the orders are built instead (take_best()).
  *
  * cur[s] is the operation stream s runs (-1: idle) and i[s] its place in the order; rem is
  * the unstretched work left of the compute operation, end1 the end of the communication one.
@@ -69,7 +70,7 @@ static int take_best(const ps_plan *pl, int32_t *o, size_t at, size_t len, int u
  * stack and small steps measured about 5% slower.
  */
 static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, int greedy,
-                  int prefer_feed)
+                  int prefer_feed, double limit)
 {
     const double slow = 1.0 + pl->slowdown;
     size_t i[2] = {0, 0};
@@ -120,15 +121,17 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, in
         }
         if (t > makespan)
             makespan = t;
+        if (makespan > limit)
+            return -2.0;
     }
 }
 
-double ps__list_sched_time(ps_plan *pl, int use_x)
+double ps__list_sched_time(ps_plan *pl, int use_x, double limit)
 {
-    return run(pl, pl->ord, pl->len, use_x, 0, 0);
+    return run(pl, pl->ord, pl->len, use_x, 0, 0, limit);
 }
 
 double ps__list_sched_build(ps_plan *pl, int prefer_feed)
 {
-    return run(pl, pl->ord, pl->len, 0, 1, prefer_feed);
+    return run(pl, pl->ord, pl->len, 0, 1, prefer_feed, INFINITY);
 }

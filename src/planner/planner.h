@@ -82,8 +82,9 @@ void ps__graph_build(ps_plan *pl, const ps_moe_model *m, int32_t fl0, int32_t fn
 /* ---- list_sched.c --------------------------------------------------------------------------- */
 
 /* Times the working orders into st/en; use_x: honour the fixed order's extra edges. Returns
- * the makespan, or -1 when the orders contradict the dependencies. */
-double ps__list_sched_time(ps_plan *pl, int use_x);
+ * the makespan, -1 when the orders contradict the dependencies, or -2 once the makespan is
+ * known to exceed limit (INFINITY: none; st/en are then incomplete). */
+double ps__list_sched_time(ps_plan *pl, int use_x, double limit);
 /* Reorders the working orders into a list schedule (whenever a stream is free it takes the
  * ready operation of highest priority; prefer_feed: operations feeding the communication
  * stream first) and times it. Returns the makespan, or -1 when it gets stuck. */

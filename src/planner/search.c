@@ -19,6 +19,7 @@
  */
 #include "planner.h"
 
+#include <math.h>
 #include <string.h>
 
 #define SEARCH_MAX_OPS 4096 /* larger steps keep the best constructed plan */
@@ -30,18 +31,27 @@ typedef struct cand {
     double dur, exp;
 } cand;
 
+/* The tolerance of a comparison with a best plan of duration bd. */
+static double tolerance(double bd)
+{
+    return 1e-9 * (bd > 1 ? bd : 1);
+}
+
 /* 1 when (d, e) beats (bd, be): shorter, or as long and less exposed (relative tolerance). */
 static int better(double d, double e, double bd, double be)
 {
-    double tol = 1e-9 * (bd > 1 ? bd : 1);
+    double tol = tolerance(bd);
     return d < bd - tol || (d <= bd + tol && e < be - tol);
 }
 
 /* Times the working orders (use_x: with the fixed order's extra edges); keeps them and their
- * times as the best when they beat *best. */
+ * times as the best when they beat *best. Orders that last longer than bd + tol cannot (see
+ * better()), so their timing stops there and their exposure is not measured: most moves of
+ * the local search are such. */
 static void try_orders(ps_plan *pl, int use_x, cand *best)
 {
-    double d = ps__list_sched_time(pl, use_x);
+    double limit = best->dur < 0 ? INFINITY : best->dur + tolerance(best->dur);
+    double d = ps__list_sched_time(pl, use_x, limit);
     if (d < 0)
         return;
     ps_plan_stats st;
@@ -77,6 +87,16 @@ static int has_pred(const ps_plan *pl, int32_t k, const int32_t *o, size_t n)
     return bad;
 }
 
+/* 1 when node k is a predecessor of one of the n operations at o. */
+static int has_succ(const ps_plan *pl, int32_t k, const int32_t *o, size_t n)
+{
+    int bad = 0;
+    for (size_t q = 0; q < n && !bad; q++)
+        for (int d = 0; d < pl->n[o[q]].ndep; d++)
+            bad |= pl->n[o[q]].dep[d] == k;
+    return bad;
+}
+
 /*
  * Moves the operation at place a of stream s's working order to place b and times the
  * result. Returns 1 when that made it the best plan; otherwise restores the order from the
@@ -92,6 +112,9 @@ static int try_move(ps_plan *pl, int s, size_t a, size_t b, cand *best)
             return 0;
         memmove(&o[b + 1], &o[b], (a - b) * sizeof(int32_t));
     } else {
+        /* nor after one of its own successors: the timing would find them stuck (-1) */
+        if (has_succ(pl, k, &o[a + 1], b - a))
+            return 0;
         memmove(&o[a], &o[a + 1], (b - a) * sizeof(int32_t));
     }
     o[b] = k;
