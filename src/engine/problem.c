@@ -166,9 +166,14 @@ double ps_problem_get_cost(const ps_problem *pb, ps_cost which)
 }
 
 /* Replaces the per-stage array *dst (of *dn entries) by a copy of src; n == 0 clears it. On
- * failure nothing changes. */
+ * failure nothing changes. An array of the same length is overwritten in place: a caller that
+ * sets its tables for every run (the estimate) allocates nothing. */
 static int replace_stages(ps_problem *pb, ps_fbw **dst, size_t *dn, const ps_fbw *src, size_t n)
 {
+    if (n && n == *dn) {
+        memmove(*dst, src, n * sizeof *src);
+        return 0;
+    }
     ps_fbw *copy = NULL;
     if (n) {
         copy = ps__alloc(&pb->al, n, sizeof *copy);
@@ -289,15 +294,27 @@ int ps_problem_set_costs_string(ps_problem *pb, const char *spec)
     return 0;
 }
 
-/* Checks one memory triple; where names it in the message ("memory", "stage_memory[3]"). */
-static int check_mem(ps_problem *pb, const char *where, double f, double b, double w)
+/* The name of a memory triple in messages: key, or key[idx] when idx >= 0. */
+static const char *mem_name(char buf[48], const char *key, long idx)
+{
+    if (idx < 0)
+        return key;
+    snprintf(buf, 48, "%s[%ld]", key, idx);
+    return buf;
+}
+
+/* Checks one memory triple, named key or key[idx] in the message ("memory",
+ * "stage_memory[3]"); the name is formatted only for a message. */
+static int check_mem(ps_problem *pb, const char *key, long idx, double f, double b, double w)
 {
     const double v[3] = {f, b, w};
     double big = 0;
+    char name[48];
     for (int k = 0; k < 3; k++) {
         if (!isfinite(v[k]) || fabs(v[k]) > PS_MAX_COST)
             return ps__seterr(pb->err, PS_ECONFIG, "%s.%s must be finite and in [-%g, %g]; got %g",
-                              where, cost_names[k], PS_MAX_COST, PS_MAX_COST, v[k]);
+                              mem_name(name, key, idx), cost_names[k], PS_MAX_COST, PS_MAX_COST,
+                              v[k]);
         if (fabs(v[k]) > big)
             big = fabs(v[k]);
     }
@@ -306,7 +323,7 @@ static int check_mem(ps_problem *pb, const char *where, double f, double b, doub
                           "%s: f + b + w must be 0 (a micro-batch frees what its forward took); "
                           "got f=%g, b=%g, w=%g, sum %g (keys not given keep their values, "
                           "by default f=1, b=-0.5, w=-0.5)",
-                          where, f, b, w, f + b + w);
+                          mem_name(name, key, idx), f, b, w, f + b + w);
     return 0;
 }
 
@@ -314,7 +331,7 @@ int ps_problem_set_memory(ps_problem *pb, double mem_f, double mem_b, double mem
 {
     if (!pb)
         return PS_EINVAL;
-    int rc = check_mem(pb, "memory", mem_f, mem_b, mem_w);
+    int rc = check_mem(pb, "memory", -1, mem_f, mem_b, mem_w);
     if (rc)
         return rc;
     pb->mem.f = mem_f;
@@ -331,9 +348,7 @@ int ps_problem_set_stage_memory(ps_problem *pb, const ps_stage_mem *m, size_t n)
         return ps__seterr(pb->err, PS_ERANGE, "stage_memory has %zu entries; the limit is %d", n,
                           PS_MAX_STAGES);
     for (size_t i = 0; i < n; i++) {
-        char where[48];
-        snprintf(where, sizeof where, "stage_memory[%zu]", i);
-        int rc = check_mem(pb, where, m[i].f, m[i].b, m[i].w);
+        int rc = check_mem(pb, "stage_memory", (long)i, m[i].f, m[i].b, m[i].w);
         if (rc)
             return rc;
     }
