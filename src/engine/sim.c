@@ -38,6 +38,9 @@ static void free_buffers(ps_sim *sim)
     ps__free(a, sim->rank_free, (size_t)sim->cap_pp * PS__SIM_PER_RANK, 8);
     ps__free(a, sim->stage_cost, sim->nstage_cost, sizeof *sim->stage_cost);
     ps__free(a, sim->stage_mem, sim->nstage_mem, sizeof *sim->stage_mem);
+    ps__free(a, sim->step_dur, 8 * sim->cap_step, sizeof(double));
+    sim->step_dur = sim->step_mem = NULL;
+    sim->cap_step = 0;
     ps__sim_moe_free(sim);
     sim->stage_mem = NULL;
     sim->nstage_mem = 0;
@@ -93,6 +96,16 @@ static int reserve(ps_sim *sim, const ps_schedule *s)
     if (sm > sim->cap_stage_mb &&
         grow_pair(a, &sim->fwd_end, &sim->bwd_end, &sim->cap_stage_mb, sm))
         return PS_ENOMEM;
+    if ((size_t)s->nstages > sim->cap_step) {
+        size_t n = (size_t)s->nstages;
+        double *blk = ps__alloc(a, 8 * n, sizeof(double));
+        if (!blk)
+            return PS_ENOMEM;
+        ps__free(a, sim->step_dur, 8 * sim->cap_step, sizeof(double));
+        sim->step_dur = blk;
+        sim->step_mem = blk + 4 * n;
+        sim->cap_step = n;
+    }
     if (s->pp > sim->cap_pp) {
         /* One block for the per-rank arrays: four of double, then three of int64. */
         size_t p = (size_t)s->pp;
@@ -176,9 +189,9 @@ static inline double arrival(const ps_sim *sim, const double *t, int32_t r, int3
 
 static inline double fast_duration(const ps_sim *sim, const ps_action *a)
 {
-    if (sim->stage_cost || sim->moe || (a->kind == PS_FB && a->bkind == PS_I))
-        return duration(sim, a);
-    return sim->dur_by_kind[a->kind];
+    if (a->kind <= PS_B)
+        return sim->step_dur[(size_t)a->stage * 4 + a->kind];
+    return duration(sim, a);
 }
 
 /* A rank's running state: when it is free, its busy time, its live activations and peak. */
@@ -191,6 +204,11 @@ typedef struct rank_state {
  * rest. */
 PS__HOT void mem_delta(const ps_sim *sim, const ps_action *a, double *fwd, double *rest)
 {
+    if (a->kind <= PS_B && sim->step_mem) {
+        *fwd = 0;
+        *rest = sim->step_mem[(size_t)a->stage * 4 + a->kind];
+        return;
+    }
     if (!sim->stage_mem) {
         if (a->kind == PS_FB) {
             *fwd = sim->mem_fwd;
@@ -415,33 +433,33 @@ static int check_inputs(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     return 0;
 }
 
+/* Makes *dst (of *dn entries) a copy of src[0 .. n); n == 0 frees it. An array of the same
+ * length is overwritten in place, so that simulating again does not allocate. */
+static int copy_table(ps_sim *sim, ps_fbw **dst, size_t *dn, const ps_fbw *src, size_t n)
+{
+    if (n != *dn) {
+        ps__free(&sim->al, *dst, *dn, sizeof **dst);
+        *dst = NULL;
+        *dn = 0;
+        if (n && !(*dst = ps__alloc(&sim->al, n, sizeof **dst)))
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        *dn = n;
+    }
+    if (n)
+        memcpy(*dst, src, n * sizeof *src);
+    return 0;
+}
+
 /* Copies the problem's per-stage costs (in MoE mode its per-stage extras) and memory (the
  * problem may change or go after the run, the durations must not). */
 static int copy_stage_tables(ps_sim *sim, const ps_problem *pb)
 {
-    ps__free(&sim->al, sim->stage_cost, sim->nstage_cost, sizeof *sim->stage_cost);
-    sim->stage_cost = NULL;
-    sim->nstage_cost = 0;
     const ps_stage_cost *costs = pb->has_moe ? pb->moe_extra : pb->stage_costs;
     size_t ncost = pb->has_moe ? pb->n_moe_extra : pb->n_stage_costs;
-    if (ncost) {
-        sim->stage_cost = ps__alloc(&sim->al, ncost, sizeof *sim->stage_cost);
-        if (!sim->stage_cost)
-            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        memcpy(sim->stage_cost, costs, ncost * sizeof *sim->stage_cost);
-        sim->nstage_cost = ncost;
-    }
-    ps__free(&sim->al, sim->stage_mem, sim->nstage_mem, sizeof *sim->stage_mem);
-    sim->stage_mem = NULL;
-    sim->nstage_mem = 0;
-    if (pb->n_stage_mem) {
-        sim->stage_mem = ps__alloc(&sim->al, pb->n_stage_mem, sizeof *sim->stage_mem);
-        if (!sim->stage_mem)
-            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        memcpy(sim->stage_mem, pb->stage_mem, pb->n_stage_mem * sizeof *sim->stage_mem);
-        sim->nstage_mem = pb->n_stage_mem;
-    }
-    return 0;
+    int rc = copy_table(sim, &sim->stage_cost, &sim->nstage_cost, costs, ncost);
+    if (rc)
+        return rc;
+    return copy_table(sim, &sim->stage_mem, &sim->nstage_mem, pb->stage_mem, pb->n_stage_mem);
 }
 
 /* The uniform models by action kind, read by the clock's step without a branch on the kind. */
@@ -464,6 +482,26 @@ static void copy_uniform_model(ps_sim *sim, const ps_problem *pb)
     sim->dur_by_kind[PS_W] = w;
     sim->dur_by_kind[PS_B] = b + w;
     sim->dur_by_kind[PS_FB] = pb->cost[PS_COST_FB] >= 0 ? pb->cost[PS_COST_FB] : f + b + w;
+}
+
+/* The step tables of every stage of s, from the models as duration() and mem_delta() read
+ * them (the same arithmetic, so the same values bit for bit). */
+static void tabulate(ps_sim *sim, const ps_schedule *s)
+{
+    double *dur = sim->step_dur, *mem = sim->step_mem;
+    sim->step_mem = NULL; /* mem_delta() reads the models, not the table being made */
+    for (int32_t st = 0; st < s->nstages; st++) {
+        for (int k = PS_F; k <= PS_B; k++) {
+            ps_action x;
+            memset(&x, 0, sizeof x);
+            x.kind = (uint8_t)k;
+            x.stage = st;
+            double fwd;
+            dur[(size_t)st * 4 + (size_t)k] = duration(sim, &x);
+            mem_delta(sim, &x, &fwd, &mem[(size_t)st * 4 + (size_t)k]);
+        }
+    }
+    sim->step_mem = mem;
 }
 
 static void reset_ranks(ps_sim *sim, const ps_schedule *s)
@@ -534,6 +572,7 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         return rc;
     copy_uniform_model(sim, pb);
     sim->s = s;
+    tabulate(sim, s);
     reset_ranks(sim, s);
     if (s->order_ok) {
         replay(sim, s);

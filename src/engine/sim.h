@@ -49,6 +49,12 @@ struct ps_sim {
     int64_t over_idx;
     double over_value;
 
+    /* The models above tabulated for the clock's step (tabulate() in sim.c): the duration and
+     * the memory added of kinds F, I, W and B on each stage, index stage * 4 + kind, so that
+     * every action but a fused pair costs two loads; cap_step stages of room. */
+    double *step_dur, *step_mem;
+    size_t cap_step;
+
     /* Timeline, indexed like the schedule's action array. */
     double *start, *end;
     size_t cap_acts;
