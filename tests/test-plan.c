@@ -5,6 +5,8 @@
  */
 #include "common.h"
 
+#include "planner/planner.h" /* the timing's checkpoints, checked directly */
+
 #include <math.h>
 
 #define EPS 1e-9
@@ -230,6 +232,66 @@ START_TEST(plan_adaptive_never_worse)
                 ck_assert(ad.exposed >= comms - ad.compute - EPS);
                 ps_problem_free(pb);
             }
+}
+END_TEST
+
+/*
+ * The local search times a move from the checkpoint where its orders part from the best ones.
+ * For every move of every operation to every place of its stream (feasible or not), in a
+ * fused pair of two 3-layer chunks with and without slowdown, resuming gives what timing from
+ * the start gives: the same result (makespan, -1 stuck, -2 past the limit) and, when it
+ * completes, the same times bit for bit.
+ */
+START_TEST(plan_resume_matches_full_timing)
+{
+    double t[PS_OP_LAYER_COUNT] = {0};
+    t[PS_OP_ATTN] = 1, t[PS_OP_MLP] = 2.5, t[PS_OP_SHARED] = 0.75, t[PS_OP_SHARED_DX] = 0.5;
+    t[PS_OP_MLP_DX] = 2, t[PS_OP_MLP_DW] = 1.5, t[PS_OP_ATTN_DX] = 1.25, t[PS_OP_ATTN_DW] = 1;
+    t[PS_OP_SHARED_DW] = 0.5, t[PS_OP_DISPATCH] = t[PS_OP_COMBINE] = 1.75;
+    t[PS_OP_COMBINE_B] = t[PS_OP_DISPATCH_B] = 1.5, t[PS_OP_REDISPATCH] = 0.25;
+    for (int sd = 0; sd < 2; sd++) {
+        ps_problem *pb = moe_problem(t, 6, sd ? 0.3 : 0);
+        ps_plan *pl;
+        ck_assert_int_eq(ps_plan_new(&pl, NULL), 0);
+        ck_assert_int_eq(ps_plan_step(pl, pb, PS_PLANNER_ADAPTIVE, 2, 0, PS_B, 1), 0);
+        size_t nn = pl->nn;
+        double *st = malloc(nn * sizeof *st), *en = malloc(nn * sizeof *en);
+        for (int k = 0; k < 2; k++)
+            memcpy(pl->ord[k], pl->best[k], pl->len[k] * sizeof(int32_t));
+        double d0 = ps__list_sched_record(pl);
+        ck_assert(d0 > 0);
+        const double limits[2] = {INFINITY, d0 * 1.01};
+        int compared = 0, completed = 0;
+        for (int s = 0; s < 2; s++)
+            for (size_t a = 0; a < pl->len[s]; a++)
+                for (size_t b = 0; b < pl->len[s]; b++)
+                    for (int l = 0; l < 2 && b != a; l++) {
+                        int32_t *o = pl->ord[s], k = o[a];
+                        if (b < a)
+                            memmove(&o[b + 1], &o[b], (a - b) * sizeof(int32_t));
+                        else
+                            memmove(&o[a], &o[a + 1], (b - a) * sizeof(int32_t));
+                        o[b] = k;
+                        double full = ps__list_sched_time(pl, 0, limits[l]);
+                        memcpy(st, pl->st, nn * sizeof *st);
+                        memcpy(en, pl->en, nn * sizeof *en);
+                        double part = ps__list_sched_resume(pl, s, a < b ? a : b, limits[l]);
+                        ck_assert_msg(part == full, "stream %d, %zu to %zu: %g vs %g", s, a, b,
+                                      part, full);
+                        if (full >= 0) {
+                            ck_assert(!memcmp(st, pl->st, nn * sizeof *st));
+                            ck_assert(!memcmp(en, pl->en, nn * sizeof *en));
+                            completed++;
+                        }
+                        compared++;
+                        memcpy(o, pl->best[s], pl->len[s] * sizeof(int32_t));
+                    }
+        ck_assert(compared > 200 && completed > 50);
+        free(st);
+        free(en);
+        ps_plan_free(pl);
+        ps_problem_free(pb);
+    }
 }
 END_TEST
 
@@ -717,6 +779,7 @@ static Suite *suite(void)
     tcase_add_test(tc, plan_self_overlap);
     tcase_add_test(tc, plan_slowdown);
     tcase_add_test(tc, plan_adaptive_never_worse);
+    tcase_add_test(tc, plan_resume_matches_full_timing);
     tcase_add_test(tc, plan_errors);
     tcase_add_test(tc, derive_volumes);
     tcase_add_test(tc, derive_compute);

@@ -63,6 +63,11 @@ static int take_best(const ps_plan *pl, int32_t *o, size_t at, size_t len, int u
  * left), or -2 as soon as the clock passes limit (the makespan can only be larger; st/en are
  * then partly written). With greedy set, the orders are built instead (take_best()).
  *
+ * With record, the state at the start of the first turn at which each stream stands idle at
+ * each place is kept in cp, and the finishing operations in fin_order. With from, the timing
+ * starts in that state instead of at 0: the finished operations are the first from->nfin of
+ * fin_order, and the times so far those of the recorded timing (cst, cen).
+ *
  * cur[s] is the operation stream s runs (-1: idle) and i[s] its place in the order; rem is
  * the unstretched work left of the compute operation, end1 the end of the communication one.
  * This is the planner's hot loop (the local search times every move), so its three phases
@@ -70,14 +75,31 @@ static int take_best(const ps_plan *pl, int32_t *o, size_t at, size_t len, int u
  * stack and small steps measured about 5% slower.
  */
 static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, int greedy,
-                  int prefer_feed, double limit)
+                  int prefer_feed, double limit, int record, const ps__plan_state *from)
 {
     const double slow = 1.0 + pl->slowdown;
-    size_t i[2] = {0, 0};
+    size_t i[2] = {0, 0}, nfin = 0, next[2] = {0, 0};
     int32_t cur[2] = {-1, -1};
     double rem = 0, end1 = 0, t = 0, makespan = 0;
     memset(pl->fin, 0, pl->nn);
+    if (from) {
+        t = from->t, rem = from->rem, end1 = from->end1, makespan = from->makespan;
+        for (int s = 0; s < 2; s++)
+            cur[s] = from->cur[s], i[s] = from->i[s];
+        for (size_t q = 0; q < from->nfin; q++)
+            pl->fin[pl->fin_order[q]] = 1;
+        memcpy(pl->st, pl->cst, pl->nn * sizeof(double));
+        memcpy(pl->en, pl->cen, pl->nn * sizeof(double));
+    }
     for (;;) {
+        if (record)
+            for (int s = 0; s < 2; s++)
+                if (cur[s] < 0 && i[s] < len[s] && i[s] == next[s]) {
+                    ps__plan_state *c = &pl->cp[s][next[s]++];
+                    c->t = t, c->rem = rem, c->end1 = end1, c->makespan = makespan;
+                    c->cur[0] = cur[0], c->cur[1] = cur[1], c->i[0] = i[0], c->i[1] = i[1];
+                    c->nfin = nfin;
+                }
         /* Start the next operation of every idle stream whose next operation is ready. */
         for (int s = 0; s < 2; s++) {
             if (cur[s] >= 0 || i[s] >= len[s])
@@ -110,12 +132,16 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, in
         if (cur[1] >= 0 && t1 <= tn) {
             pl->en[cur[1]] = t;
             pl->fin[cur[1]] = 1;
+            if (record)
+                pl->fin_order[nfin++] = cur[1];
             cur[1] = -1;
             i[1]++;
         }
         if (cur[0] >= 0 && t0 <= tn) {
             pl->en[cur[0]] = t;
             pl->fin[cur[0]] = 1;
+            if (record)
+                pl->fin_order[nfin++] = cur[0];
             cur[0] = -1;
             i[0]++;
         }
@@ -128,10 +154,23 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, in
 
 double ps__list_sched_time(ps_plan *pl, int use_x, double limit)
 {
-    return run(pl, pl->ord, pl->len, use_x, 0, 0, limit);
+    return run(pl, pl->ord, pl->len, use_x, 0, 0, limit, 0, NULL);
+}
+
+double ps__list_sched_record(ps_plan *pl)
+{
+    double d = run(pl, pl->ord, pl->len, 0, 0, 0, INFINITY, 1, NULL);
+    memcpy(pl->cst, pl->st, pl->nn * sizeof(double));
+    memcpy(pl->cen, pl->en, pl->nn * sizeof(double));
+    return d;
+}
+
+double ps__list_sched_resume(ps_plan *pl, int s, size_t p0, double limit)
+{
+    return run(pl, pl->ord, pl->len, 0, 0, 0, limit, 0, &pl->cp[s][p0]);
 }
 
 double ps__list_sched_build(ps_plan *pl, int prefer_feed)
 {
-    return run(pl, pl->ord, pl->len, 0, 1, prefer_feed, INFINITY);
+    return run(pl, pl->ord, pl->len, 0, 1, prefer_feed, INFINITY, 0, NULL);
 }

@@ -46,6 +46,15 @@ static void free_nodes(ps_plan *pl)
     ps__free(a, pl->bst, c, sizeof(double));
     ps__free(a, pl->ben, c, sizeof(double));
     ps__free(a, pl->fin, c, 1);
+    for (int k = 0; k < 2; k++) {
+        ps__free(a, pl->cp[k], c, sizeof *pl->cp[k]);
+        pl->cp[k] = NULL;
+    }
+    ps__free(a, pl->fin_order, c, sizeof *pl->fin_order);
+    ps__free(a, pl->cst, c, sizeof(double));
+    ps__free(a, pl->cen, c, sizeof(double));
+    pl->fin_order = NULL;
+    pl->cst = pl->cen = NULL;
     pl->n = NULL;
     pl->st = pl->en = pl->bst = pl->ben = NULL;
     pl->fin = NULL;
@@ -93,6 +102,14 @@ static int reserve_nodes(ps_plan *pl, size_t n)
     pl->ben = ps__alloc(a, c, sizeof(double));
     pl->fin = ps__alloc(a, c, 1);
     ok = ok && pl->st && pl->en && pl->bst && pl->ben && pl->fin;
+    for (int k = 0; k < 2; k++) {
+        pl->cp[k] = ps__alloc(a, c, sizeof *pl->cp[k]);
+        ok = ok && pl->cp[k];
+    }
+    pl->fin_order = ps__alloc(a, c, sizeof *pl->fin_order);
+    pl->cst = ps__alloc(a, c, sizeof(double));
+    pl->cen = ps__alloc(a, c, sizeof(double));
+    ok = ok && pl->fin_order && pl->cst && pl->cen;
     pl->ncap = c;
     if (!ok) {
         free_nodes(pl);

@@ -38,6 +38,15 @@ typedef struct ps__plan_node {
     double prio;   /* longest path from this operation's start to the end */
 } ps__plan_node;
 
+/* The two-stream machine's state at the start of one turn of its loop (list_sched.c): the
+ * clock, the compute work left and the communication end, the makespan so far, each stream's
+ * running operation and place in its order, and how many operations had finished. */
+typedef struct ps__plan_state {
+    double t, rem, end1, makespan;
+    int32_t cur[2];
+    size_t i[2], nfin;
+} ps__plan_state;
+
 struct ps_plan {
     ps_allocator al;
     ps__plan_node *n;
@@ -49,6 +58,12 @@ struct ps_plan {
     size_t len[2];
     double *st, *en, *bst, *ben;
     uint8_t *fin;
+    /* Checkpoints of a timing of the best orders without extra edges (ps__list_sched_record):
+     * cp[s][p] is the state when stream s first stood idle at place p, fin_order the
+     * operations in the order they finished, cst/cen their times. ncap long each. */
+    ps__plan_state *cp[2];
+    int32_t *fin_order;
+    double *cst, *cen;
     /* (part, layer in chunk, op) -> node id, for the fixed orders: idx[part] has
      * nl[part] * PS_OP_COUNT entries in use. */
     int32_t *idx[2];
@@ -85,6 +100,13 @@ void ps__graph_build(ps_plan *pl, const ps_moe_model *m, int32_t fl0, int32_t fn
  * the makespan, -1 when the orders contradict the dependencies, or -2 once the makespan is
  * known to exceed limit (INFINITY: none; st/en are then incomplete). */
 double ps__list_sched_time(ps_plan *pl, int use_x, double limit);
+/* Times the working orders, which must be the best ones, like ps__list_sched_time without a
+ * limit, and records the checkpoints that ps__list_sched_resume starts from. */
+double ps__list_sched_record(ps_plan *pl);
+/* ps__list_sched_time of working orders that equal the recorded ones except from place p0 of
+ * stream s on: the timing starts from the checkpoint where they part, with the same result
+ * bit for bit (the machine is deterministic and its state there is the same). */
+double ps__list_sched_resume(ps_plan *pl, int s, size_t p0, double limit);
 /* Reorders the working orders into a list schedule (whenever a stream is free it takes the
  * ready operation of highest priority; prefer_feed: operations feeding the communication
  * stream first) and times it. Returns the makespan, or -1 when it gets stuck. */

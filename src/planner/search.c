@@ -44,14 +44,17 @@ static int better(double d, double e, double bd, double be)
     return d < bd - tol || (d <= bd + tol && e < be - tol);
 }
 
-/* Times the working orders (use_x: with the fixed order's extra edges); keeps them and their
- * times as the best when they beat *best. Orders that last longer than bd + tol cannot (see
- * better()), so their timing stops there and their exposure is not measured: most moves of
- * the local search are such. */
-static void try_orders(ps_plan *pl, int use_x, cand *best)
+/* The longest a candidate may last and still beat *best (see better()): the timing of a
+ * longer one stops there, and its exposure is not measured (most moves of the local search). */
+static double limit_of(const cand *best)
 {
-    double limit = best->dur < 0 ? INFINITY : best->dur + tolerance(best->dur);
-    double d = ps__list_sched_time(pl, use_x, limit);
+    return best->dur < 0 ? INFINITY : best->dur + tolerance(best->dur);
+}
+
+/* Keeps the working orders and their times, of duration d (< 0: none), as the best when they
+ * beat *best. */
+static void consider(ps_plan *pl, double d, cand *best)
+{
     if (d < 0)
         return;
     ps_plan_stats st;
@@ -64,6 +67,12 @@ static void try_orders(ps_plan *pl, int use_x, cand *best)
         memcpy(pl->bst, pl->st, pl->nn * sizeof(double));
         memcpy(pl->ben, pl->en, pl->nn * sizeof(double));
     }
+}
+
+/* Times the working orders (use_x: with the fixed order's extra edges) and considers them. */
+static void try_orders(ps_plan *pl, int use_x, cand *best)
+{
+    consider(pl, ps__list_sched_time(pl, use_x, limit_of(best)), best);
 }
 
 /* The fixed fused order of MindSpeed or Megatron as a candidate; Megatron's extra edges hold
@@ -99,10 +108,12 @@ static int has_succ(const ps_plan *pl, int32_t k, const int32_t *o, size_t n)
 
 /*
  * Moves the operation at place a of stream s's working order to place b and times the
- * result. Returns 1 when that made it the best plan; otherwise restores the order from the
- * best (which the working order equals before every move) and returns 0.
+ * result: from the checkpoint where it parts from the best orders (min(a, b)) when *rec says
+ * the best orders' timing is recorded, else from the start. Returns 1 when that made it the
+ * best plan, recording the new best's timing; otherwise restores the order from the best
+ * (which the working order equals before every move) and returns 0.
  */
-static int try_move(ps_plan *pl, int s, size_t a, size_t b, cand *best)
+static int try_move(ps_plan *pl, int s, size_t a, size_t b, cand *best, int *rec)
 {
     int32_t *o = pl->ord[s];
     int32_t k = o[a];
@@ -119,9 +130,15 @@ static int try_move(ps_plan *pl, int s, size_t a, size_t b, cand *best)
     }
     o[b] = k;
     cand before = *best;
-    try_orders(pl, 0, best);
-    if (best->dur != before.dur || best->exp != before.exp)
+    double limit = limit_of(best);
+    consider(pl,
+             *rec ? ps__list_sched_resume(pl, s, a < b ? a : b, limit)
+                  : ps__list_sched_time(pl, 0, limit),
+             best);
+    if (best->dur != before.dur || best->exp != before.exp) {
+        *rec = ps__list_sched_record(pl) >= 0; /* the working orders are the best now */
         return 1;
+    }
     memcpy(o, pl->best[s], pl->len[s] * sizeof(int32_t));
     return 0;
 }
@@ -129,7 +146,7 @@ static int try_move(ps_plan *pl, int s, size_t a, size_t b, cand *best)
 /* One pass over stream s: each operation in turn tries the places within the window around
  * it and stays at the first that improves the plan; the pass goes on after that place.
  * Returns 1 when something moved. */
-static int improve_stream(ps_plan *pl, int s, cand *best)
+static int improve_stream(ps_plan *pl, int s, cand *best, int *rec)
 {
     int improved = 0;
     size_t n = pl->len[s];
@@ -137,7 +154,7 @@ static int improve_stream(ps_plan *pl, int s, cand *best)
         size_t lo = a > SEARCH_WINDOW ? a - SEARCH_WINDOW : 0;
         size_t hi = a + SEARCH_WINDOW < n ? a + SEARCH_WINDOW : n - 1;
         for (size_t b = lo; b <= hi; b++) {
-            if (b != a && try_move(pl, s, a, b, best)) {
+            if (b != a && try_move(pl, s, a, b, best, rec)) {
                 improved = 1;
                 a = b;
                 break;
@@ -147,15 +164,18 @@ static int improve_stream(ps_plan *pl, int s, cand *best)
     return improved;
 }
 
-/* Local search from the best orders: passes over both streams while one improves the plan. */
+/* Local search from the best orders: passes over both streams while one improves the plan.
+ * A move changes its stream's order from one place on, so its timing starts from the best
+ * orders' recorded state there: what comes before is the same, bit for bit. */
 static void local_search(ps_plan *pl, cand *best)
 {
     for (int s = 0; s < 2; s++)
         memcpy(pl->ord[s], pl->best[s], pl->len[s] * sizeof(int32_t));
+    int rec = ps__list_sched_record(pl) >= 0;
     for (int pass = 0; pass < SEARCH_PASSES; pass++) {
         int improved = 0;
         for (int s = 0; s < 2; s++)
-            improved |= improve_stream(pl, s, best);
+            improved |= improve_stream(pl, s, best, &rec);
         if (!improved)
             break;
     }
