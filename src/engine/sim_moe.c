@@ -308,14 +308,12 @@ void ps__sim_moe_metrics(ps_sim *sim, const ps_schedule *s)
     memset(c, 0, sizeof *c);
     for (int32_t r = 0; r < s->pp; r++) {
         const ps_action *acts = s->acts + s->off[r];
-        int64_t n = s->len[r], first_b = n, last_f = -1;
-        for (int64_t i = 0; i < n; i++) {
-            int k = acts[i].kind;
-            if ((k == PS_I || k == PS_B || k == PS_FB) && first_b == n)
-                first_b = i;
-            if (k == PS_F || k == PS_FB)
-                last_f = i;
-        }
+        int64_t n = s->len[r], first_b = 0, last_f = n - 1;
+        while (first_b < n && acts[first_b].kind != PS_I && acts[first_b].kind != PS_B &&
+               acts[first_b].kind != PS_FB)
+            first_b++;
+        while (last_f >= 0 && acts[last_f].kind != PS_F && acts[last_f].kind != PS_FB)
+            last_f--;
         for (int64_t i = 0; i < n; i++) {
             const ps__moe_cost *e = ps__sim_moe_of(sim, &acts[i]);
             int ph =
