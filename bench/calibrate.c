@@ -18,14 +18,15 @@
  * grid over (gemm_eff, attn_eff), then coordinate descent over gemm_eff, attn_eff,
  * gemm_half_dim, bus_eff_intra and bus_eff_inter. Everything is deterministic.
  *
- * --speed times ps_estimate_run() on two reference setups (median of repeated runs into one
- * reused handle).
+ * --speed times ps_estimate_run() on two reference setups, cold (nothing kept from the run
+ * before), warm (the same inputs again) and with two shapes in turn (bench/README.md).
  * SPDX-License-Identifier: MIT
  */
 #include <pipesched/model.h>
 #include <pipesched/pipesched.h>
 
 #include "bench_util.h"
+#include "model/estimate.h" /* ps__estimate_forget: the cold figure */
 
 #include <math.h>
 #include <stdio.h>
@@ -873,60 +874,103 @@ static int calibrate(const char *path, int do_fit)
 /* ---- --speed ----------------------------------------------------------------------------------
  */
 
-static void speed_case(const char *what, const char *model, const ps_train *t)
+/* How a handle is run: its first run on inputs it has seen (warm), a run with nothing kept
+ * (cold), or two shapes in turn (shapes: the schedule made every run, MoE plans kept). */
+enum { WARM, COLD, SHAPES, N_MODES };
+static const char *const mode_names[N_MODES] = {"warm  ", "cold  ", "shapes"};
+
+/* n runs of mode on e; 0 or the first error. */
+static int speed_runs(ps_estimate *e, int mode, const ps_transformer *m, const ps_hardware *hw,
+                      const ps_train *t, const ps_train *t2, int n)
+{
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (mode == COLD)
+            ps__estimate_forget(e);
+        int r = ps_estimate_run(e, m, hw, mode == SHAPES && (i & 1) ? t2 : t);
+        rc = rc ? rc : r;
+    }
+    return rc;
+}
+
+/* Times ps_estimate_run on (model, h100-sxm, t) in each mode, one handle per mode: the
+ * batches of the modes take turns (each about 0.05 s of runs), so that all modes see the same
+ * load on the machine; the median over batches per mode. t2 differs from t in gbs only. */
+static void speed_case(const char *what, const char *model, const ps_train *t, const ps_train *t2)
 {
     ps_transformer m;
     ps_hardware hw;
-    ps_estimate *e;
-    if (ps_transformer_builtin(model, &m) || ps_hardware_builtin("h100-sxm", &hw) ||
-        ps_estimate_new(&e, NULL)) {
+    ps_estimate *e[N_MODES];
+    if (ps_transformer_builtin(model, &m) || ps_hardware_builtin("h100-sxm", &hw)) {
         fprintf(stderr, "calibrate: setup failed\n");
         exit(1);
     }
-    if (ps_estimate_run(e, &m, &hw, t)) {
-        printf("%s: %s\n", what, ps_estimate_last_error(e));
-        ps_estimate_free(e);
-        return;
+    for (int k = 0; k < N_MODES; k++)
+        if (ps_estimate_new(&e[k], NULL)) {
+            fprintf(stderr, "calibrate: out of memory\n");
+            exit(1);
+        }
+    int per[N_MODES];
+    for (int k = 0; k < N_MODES; k++) {
+        double t0 = now();
+        int n = 0;
+        while (now() - t0 < 0.1) {
+            if (speed_runs(e[k], k, &m, &hw, t, t2, 2)) {
+                printf("%s: %s\n", what, ps_estimate_last_error(e[k]));
+                for (int j = 0; j < N_MODES; j++)
+                    ps_estimate_free(e[j]);
+                return;
+            }
+            n += 2;
+        }
+        per[k] = n / 2 > 2 ? n / 2 / 2 * 2 : 2; /* even: SHAPES runs both shapes alike */
     }
-    ps_estimate_result r;
-    ps_estimate_result_get(e, &r);
-    /* Batches of runs long enough to time, the median over batches. */
-    double t0 = now();
-    int per = 0;
-    while (now() - t0 < 0.2)
-        ps_estimate_run(e, &m, &hw, t), per++;
-    per = per / 2 > 1 ? per / 2 : 1;
     enum { BATCHES = 15 };
-    double us[BATCHES];
-    for (int b = 0; b < BATCHES; b++) {
-        double s = now();
-        for (int i = 0; i < per; i++)
-            ps_estimate_run(e, &m, &hw, t);
-        us[b] = (now() - s) * 1e6 / per;
-    }
-    printf("%s\n  step %.3f s, %.0f tokens/s/GPU, MFU %.1f%%, %d micro-batches, fits %d\n"
-           "  ps_estimate_run: %.1f us (median of %d batches of %d runs, handle reused)\n",
+    double us[N_MODES][BATCHES];
+    for (int b = 0; b < BATCHES; b++)
+        for (int k = 0; k < N_MODES; k++) {
+            double t0 = now();
+            speed_runs(e[k], k, &m, &hw, t, t2, per[k]);
+            us[k][b] = (now() - t0) * 1e6 / per[k];
+        }
+    ps_estimate_run(e[WARM], &m, &hw, t);
+    ps_estimate_result r;
+    ps_estimate_result_get(e[WARM], &r);
+    printf("%s\n  step %.3f s, %.0f tokens/s/GPU, MFU %.1f%%, %d micro-batches, fits %d, "
+           "exposed PP %.4f s\n"
+           "  ps_estimate_run, us (median of %d batches of about 0.05 s; the modes take turns):\n",
            what, r.step_time_s, r.tokens_per_s_per_gpu, 100 * r.mfu, r.microbatches, r.fits,
-           median(us, BATCHES), BATCHES, per);
-    ps_estimate_free(e);
+           r.exposed_s[PS_COMM_PP], BATCHES);
+    const char *how[N_MODES] = {"the same inputs again: schedule and MoE plans kept",
+                                "nothing kept: ps__estimate_forget before each run", NULL};
+    char alt[96];
+    snprintf(alt, sizeof alt, "gbs %lld and %lld in turn: schedule made every run, MoE plans kept",
+             (long long)t->gbs, (long long)t2->gbs);
+    how[SHAPES] = alt;
+    for (int k = 0; k < N_MODES; k++)
+        printf("    %7.1f  %s  %s\n", median(us[k], BATCHES), mode_names[k], how[k]);
+    for (int k = 0; k < N_MODES; k++)
+        ps_estimate_free(e[k]);
 }
 
 static int speed(void)
 {
-    ps_train t;
+    ps_train t, t2;
     ps_train_init(&t);
     t.gpus = 64, t.tp = 4, t.pp = 8, t.vpp = 5, t.gbs = 128, t.mbs = 1, t.seq = 8192;
+    t2 = t, t2.gbs = 112; /* 56 micro-batches */
     speed_case("(a) llama3-70b, 64 h100-sxm, tp4 pp8 vpp5 (interleaved), gbs128 mbs1 seq8192",
-               "llama3-70b", &t);
+               "llama3-70b", &t, &t2);
     ps_train_init(&t);
     /* DualPipeV: two chunks per rank (32 model stages); 61 layers + MTP split as Megatron's
      * DeepSeek-V3 layout does, the embedding and one layer first, MTP and loss last. */
     t.gpus = 1024, t.tp = 1, t.pp = 16, t.vpp = 2, t.ep = 64, t.gbs = 2048, t.mbs = 1, t.seq = 4096;
     snprintf(t.schedule, sizeof t.schedule, "dualpipev");
     t.layout = "Et|(tt|)*30mL";
+    t2 = t, t2.gbs = 2176; /* 34 micro-batches */
     speed_case("(b) deepseek-v3, 1024 h100-sxm, tp1 pp16 dualpipev (vpp2) ep64 dp64, gbs2048 "
                "mbs1 seq4096, layout Et|(tt|)*30mL",
-               "deepseek-v3", &t);
+               "deepseek-v3", &t, &t2);
     return 0;
 }
 
