@@ -286,6 +286,8 @@ END_TEST
  * 2(p - 1) transfers of the first forward and the last backward, so the count is 2(p - 1) and
  * makespan(c) - makespan(0) = 2(p - 1)c (rank r's first forward starts at r(f + c), rank 0's
  * last backward ends (p - 1)(B + c) after the last rank's): (m + p - 1)(f + B) + 2(p - 1)c.
+ * 1F1B's path zigzags between the last two ranks (the hand-worked case above) and stays
+ * critical at c = 0 too: the count's time is what free transfers save.
  * Every family: the path without its c is a chain of the c = 0 timeline, so
  * makespan(c) - makespan(0) <= count.c <= makespan(c); with c = 0 the count is 0 or more but
  * the figure count.c is 0.
@@ -317,6 +319,8 @@ START_TEST(sim_critical_transfers_bounds)
             ck_assert_msg(exposed >= saved - 1e-9 && exposed <= m.makespan,
                           "%s p%d v%d m%d c%g: %g transfers' time, %g saved, makespan %g", fi.name,
                           p, v, mb, c, exposed, saved, m.makespan);
+            if (strcmp(fi.name, "1f1b") == 0) /* its critical path stays critical at c = 0 */
+                ck_assert_double_eq_tol(exposed, saved, 1e-9);
             if (strcmp(fi.name, "gpipe") == 0) {
                 ck_assert_int_eq(n, 2 * (p - 1));
                 ck_assert_double_eq_tol(m.makespan, (mb + p - 1) * 3.25 + 2 * (p - 1) * c, 1e-9);
