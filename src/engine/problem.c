@@ -458,6 +458,10 @@ int ps_problem_set_stage_layers(ps_problem *pb, const int32_t *layers, size_t n)
         if (layers[i] < 0 || layers[i] > PS_MAX_LAYERS)
             return ps__seterr(pb->err, PS_ERANGE, "stage_layers[%zu] must be in [0, %d]; got %d", i,
                               PS_MAX_LAYERS, (int)layers[i]);
+    if (n && n == pb->n_stage_layers) { /* in place, as replace_stages() */
+        memmove(pb->stage_layers, layers, n * sizeof *layers);
+        return 0;
+    }
     int32_t *copy = NULL;
     if (n) {
         copy = ps__alloc(&pb->al, n, sizeof *copy);
