@@ -77,6 +77,14 @@ expect 0 "simulate adaptive --split-backward" -- "$bin" simulate -s adaptive -p 
 contains "$tmp/out" '"makespan":55,' "split backward saves (p-2)w = 2 of 57"
 expect 2 "extra warm-up on 1f1b" -- "$bin" simulate -s 1f1b --extra-warmup 2
 contains "$tmp/err" "extra_warmup applies to the adaptive family only" "extra warm-up refused"
+# -s switches a config's family: its extra_warmup holding the default (1) does not block.
+expect 0 "config family switched by -s" -- "$bin" simulate \
+    --config ../docs/examples/pangu-ultra-moe-718b.json -s interleaved --json
+contains "$tmp/out" '"schedule":"interleaved"' "the flag's family is simulated"
+printf '{"schedule": "adaptive", "extra_warmup": 2}' >"$tmp/ew2.json"
+expect 2 "a non-default extra_warmup still blocks" -- "$bin" simulate --config "$tmp/ew2.json" -s 1f1b
+contains "$tmp/err" "extra_warmup applies to the adaptive family only" "extra_warmup 2 refused on 1f1b"
+expect 2 "the flag still blocks" -- "$bin" simulate -s 1f1b --extra-warmup 1
 
 expect 0 "interleaved 4x2x8" -- "$bin" simulate -s interleaved -p 4 -v 2 -m 8 --json
 contains "$tmp/out" '"makespan":57,' "interleaved p4 v2 m8 makespan 57"

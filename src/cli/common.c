@@ -39,6 +39,14 @@ static int apply_flags(ps_problem *pb, const cli_opts *o)
     int rc = 0;
     if (o->schedule && (rc = ps_problem_set_schedule(pb, o->schedule)))
         return rc;
+    /* -s switches the family of a config: a family-specific key of the file that holds its
+     * default (extra_warmup 1, the adaptive family's) means "the default" and must not block
+     * the switch, so it goes back to unset; another value, or the flag, still meets the
+     * family's check. */
+    if (o->schedule && o->extra_warmup < 0 &&
+        ps_problem_get_int(pb, PS_PARAM_EXTRA_WARMUP) == 1 &&
+        (rc = ps_problem_set_int(pb, PS_PARAM_EXTRA_WARMUP, -1)))
+        return rc;
     if (o->pp > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_PP, o->pp)))
         return rc;
     if (o->vpp > 0 && (rc = ps_problem_set_int(pb, PS_PARAM_VPP, o->vpp)))
