@@ -72,6 +72,21 @@ expect 2 "plan takes no --timed" -- "$bin" plan --config "$tmp/plan.json" --time
 expect 0 "simulate with a MoE model" -- "$bin" simulate --config "$tmp/plan.json" --json
 contains "$tmp/out" '"makespan":61,' "adaptive MoE makespan 61 (worked by hand in test-plan)"
 contains "$tmp/out" '"steady":{"total":16,"exposed":0,"overlap":1}' "steady phase fully hidden"
+# --costs with a MoE model: the planner gives the durations, so f, b, w and fb are ignored,
+# and said so; c still applies and is not warned about.
+expect 0 "simulate a MoE model with --costs" -- "$bin" simulate --config "$tmp/plan.json" \
+    --costs f=2,b=3,c=0 --json
+contains "$tmp/err" "warning: --costs f, b ignored: the config's MoE model gives the durations" \
+    "--costs with a MoE model warned about"
+contains "$tmp/out" '"makespan":61,' "--costs f, b do not change the MoE makespan"
+expect 0 "simulate a MoE model with --costs c" -- "$bin" simulate --config "$tmp/plan.json" --costs c=1
+if [ -s "$tmp/err" ]; then
+    fail=$((fail + 1))
+    echo "FAIL: --costs c=1 with a MoE model warned:"
+    sed 's/^/    /' "$tmp/err"
+else
+    pass=$((pass + 1))
+fi
 expect 0 "simulate adaptive --split-backward" -- "$bin" simulate -s adaptive -p 4 -v 2 -m 8 \
     --split-backward --json
 contains "$tmp/out" '"makespan":55,' "split backward saves (p-2)w = 2 of 57"

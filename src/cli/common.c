@@ -69,6 +69,32 @@ static int apply_flags(ps_problem *pb, const cli_opts *o)
     return 0;
 }
 
+/* With a MoE model the planner gives every action's duration, so --costs' f, b, w and fb do
+ * nothing; only c (the transfer between ranks) still applies. A warning rather than a refusal:
+ * a --costs that sets c means what it says, and a script that passes one --costs for every
+ * config keeps running. Names the keys that are ignored. */
+static void warn_moe_costs(const ps_problem *pb, const char *costs)
+{
+    ps_moe_model moe;
+    if (!costs || ps_problem_get_moe(pb, &moe))
+        return;
+    char ignored[64] = "";
+    size_t n = 0;
+    for (const char *p = costs; *p;) {
+        size_t k = strcspn(p, "=,");
+        if (!(k == 1 && *p == 'c') && k < 8 && n + k + 3 < sizeof ignored)
+            n += (size_t)snprintf(ignored + n, sizeof ignored - n, "%s%.*s", n ? ", " : "", (int)k,
+                                  p);
+        p += strcspn(p, ",");
+        p += *p == ',';
+    }
+    if (n)
+        fprintf(stderr,
+                "pipesched: warning: --costs %s ignored: the config's MoE model gives the "
+                "durations (only c, the transfer between ranks, applies)\n",
+                ignored);
+}
+
 int cli_build_problem(const cli_opts *o, ps_problem **out)
 {
     ps_problem *pb;
@@ -86,6 +112,7 @@ int cli_build_problem(const cli_opts *o, ps_problem **out)
         ps_problem_free(pb);
         return rc;
     }
+    warn_moe_costs(pb, o->costs);
     *out = pb;
     return 0;
 }

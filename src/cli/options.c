@@ -106,7 +106,8 @@ const cli_option cli_options[] = {
      .def = "`f=1,b=1,w=1,c=0`",
      .commands = COST_COMMANDS,
      .help = "per-chunk costs, e.g. f=1,b=1,w=1,c=0 (fb = fused pair)",
-     .doc = "Any subset of the keys."},
+     .doc = "Any subset of the keys. With a MoE model in the config only `c` applies: a warning "
+            "names the keys it ignores."},
     {.name = "memory",
      STRING(memory),
      .metavar = "SPEC",
