@@ -274,6 +274,26 @@ expect 0 "help shows aliases" -- "$bin" help simulate
 contains "$tmp/out" "also: --pipeline-model-parallel-size" "help names the pp alias"
 contains "$tmp/out" "also: --virtual-pipeline-model-parallel-size" "help names the vpp alias"
 contains "$tmp/out" "also: --microbatch-group-size-per-virtual-pipeline-stage" "help names the group alias"
+# The silent defaults are in the help and in the output's header.
+awk '/--schedule/ { getline; print; exit }' "$tmp/out" >"$tmp/def"
+contains "$tmp/def" "default: 1f1b" "help simulate gives -s's default"
+awk '/--pp N/ { getline; print; exit }' "$tmp/out" >"$tmp/def"
+contains "$tmp/def" "default: 4" "help simulate gives -p's default"
+contains "$tmp/out" "default: 8" "help simulate gives -m's default"
+expect 0 "help estimate" -- "$bin" help estimate
+awk '/--pp N/ { getline; print; exit }' "$tmp/out" >"$tmp/def"
+contains "$tmp/def" "required" "help estimate: -p is required there"
+expect 0 "simulate with the defaults" -- "$bin" simulate
+contains "$tmp/out" "defaults (not given): -s 1f1b, -p 4, -m 8" "the header names the defaults"
+expect 0 "simulate with -p" -- "$bin" simulate -p 2
+contains "$tmp/out" "defaults (not given): -s 1f1b, -m 8" "the header names the defaults left"
+expect 0 "simulate with a config" -- "$bin" simulate --config "$tmp/cfg.json"
+if grep -q "defaults" "$tmp/out"; then
+    fail=$((fail + 1))
+    echo "FAIL: a config giving -s, -p and -m still lists defaults"
+else
+    pass=$((pass + 1))
+fi
 expect 2 "alias out of range" -- "$bin" generate --pipeline-model-parallel-size 0
 contains "$tmp/err" "--pipeline-model-parallel-size must be in [1, 4096]; got 0" "alias range message"
 expect 2 "alias of a foreign option" -- "$bin" list --pipeline-model-parallel-size 4

@@ -48,7 +48,7 @@ static int print_outputs(const cli_opts *o, const ps_schedule *s, const ps_sim *
         fprintf(stderr, "%s: valid\n", o->file);
     if (fmt == PS_FORMAT_CSV || fmt == PS_FORMAT_CSV_COMMS)
         return cli_emit(s, sim, fmt, o->output);
-    return cli_sim_outputs(o, s, sim, o->format >= 0, fmt);
+    return cli_sim_outputs(o, s, sim, o->format >= 0, fmt, 0);
 }
 
 static int check_main(const cli_opts *o)
@@ -58,8 +58,8 @@ static int check_main(const cli_opts *o)
         return EXIT_USAGE;
     }
     ps_format fmt = o->format < 0 ? PS_FORMAT_TABLE : (ps_format)o->format;
-    cli_job j = {NULL, NULL, NULL};
-    int rc = cli_build_problem(o, &j.pb);
+    cli_job j = {NULL, NULL, NULL, 0};
+    int rc = cli_build_problem(o, &j.pb, NULL);
     if (rc)
         return cli_exit_code(rc);
     int ex = load_schedule(o, &j.s);

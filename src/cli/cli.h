@@ -145,9 +145,14 @@ int cli_exit_code(int rc);
 /* common.c: prints "pipesched: [what: ]message" (message NULL or empty: ps_strerror(rc)) and
  * returns the exit status of rc. */
 int cli_report(const char *what, int rc, const char *msg);
+/* The settings that a command line without them takes silently from the defaults (the
+ * schedule 1f1b, pp 4, 8 micro-batches): cli_build_problem says which were given neither by
+ * a flag nor by the config, and the text outputs print them (cli_print_defaults). */
+enum { CLI_DEFAULT_SCHEDULE = 1, CLI_DEFAULT_PP = 2, CLI_DEFAULT_MICROBATCHES = 4 };
 /* common.c: builds the problem: the defaults, then the config file, then the flags. Prints
- * the reason and returns a PS_E* code on failure. Caller frees with ps_problem_free. */
-int cli_build_problem(const cli_opts *o, ps_problem **out);
+ * the reason and returns a PS_E* code on failure. Caller frees with ps_problem_free.
+ * *defaulted (when not NULL) receives the CLI_DEFAULT_* settings taken from the defaults. */
+int cli_build_problem(const cli_opts *o, ps_problem **out, unsigned *defaulted);
 /* common.c: generates and validates the schedule of pb; returns the exit status. Caller
  * frees *out with ps_schedule_free. */
 int cli_make_schedule(const ps_problem *pb, ps_schedule **out);
@@ -167,6 +172,7 @@ typedef struct cli_job {
     ps_problem *pb;
     ps_schedule *s;
     ps_sim *sim;
+    unsigned defaulted; /* CLI_DEFAULT_* of cli_build_problem */
 } cli_job;
 /* common.c: generates and validates j->pb's schedule into j->s and, when simulate is set,
  * simulates it into j->sim. Reports a failure and returns the exit status. */
@@ -176,12 +182,17 @@ int cli_job_run(cli_job *j, int simulate);
 int cli_job_open(cli_job *j, const cli_opts *o, int simulate);
 /* common.c: frees what j holds. */
 void cli_job_free(cli_job *j);
-/* common.c: the metrics as text, as `simulate` prints them. */
-void cli_print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim);
+/* common.c: the line "defaults (not given): -s 1f1b, -p 4, -m 8" of the CLI_DEFAULT_*
+ * settings in defaulted, with s's values; nothing when defaulted is 0. */
+void cli_print_defaults(FILE *f, const ps_schedule *s, unsigned defaulted);
+/* common.c: the metrics as text, as `simulate` prints them, the defaults line after the
+ * header. */
+void cli_print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim, unsigned defaulted);
 /* common.c: the outputs of `simulate` and `check`: the trace, then the timed schedule in fmt
- * (has_fmt), the metrics JSON (--json) or the metrics text. Returns the exit status. */
+ * (has_fmt), the metrics JSON (--json) or the metrics text (with the CLI_DEFAULT_* settings
+ * in defaulted). Returns the exit status. */
 int cli_sim_outputs(const cli_opts *o, const ps_schedule *s, const ps_sim *sim, int has_fmt,
-                    ps_format fmt);
+                    ps_format fmt, unsigned defaulted);
 
 /* plan.c: the model stage (of `stages`) with the most MoE layers, the first of them: the
  * typical chunk of the steady phase. */

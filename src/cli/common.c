@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 
+#include <cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +21,28 @@ int cli_report(const char *what, int rc, const char *msg)
     return cli_exit_code(rc);
 }
 
-static int load_config(ps_problem *pb, const char *path)
+/* Which of the settings that default silently (CLI_DEFAULT_*) the config's top level gives. */
+static unsigned config_gives(const char *text, size_t len)
+{
+    static const char *const keys[] = {"schedule", "pp", "microbatches"};
+    unsigned given = 0;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    for (unsigned k = 0; k < 3; k++)
+        if (cJSON_GetObjectItemCaseSensitive(root, keys[k]))
+            given |= 1u << k;
+    cJSON_Delete(root);
+    return given;
+}
+
+static int load_config(ps_problem *pb, const char *path, unsigned *given)
 {
     char *text;
     size_t len;
     if (cli_read_file(path, CONFIG_LIMIT, &text, &len))
         return PS_EINVAL;
     int rc = ps_problem_load_json(pb, text, len);
+    if (!rc)
+        *given = config_gives(text, len);
     free(text);
     if (rc)
         fprintf(stderr, "pipesched: %s: %s\n", path, ps_problem_last_error(pb));
@@ -95,15 +111,16 @@ static void warn_moe_costs(const ps_problem *pb, const char *costs)
                 ignored);
 }
 
-int cli_build_problem(const cli_opts *o, ps_problem **out)
+int cli_build_problem(const cli_opts *o, ps_problem **out, unsigned *defaulted)
 {
     ps_problem *pb;
+    unsigned given = 0;
     int rc = ps_problem_new(&pb, NULL);
     if (rc) {
         fprintf(stderr, "pipesched: %s\n", ps_strerror(rc));
         return rc;
     }
-    if (o->config && (rc = load_config(pb, o->config))) {
+    if (o->config && (rc = load_config(pb, o->config, &given))) {
         ps_problem_free(pb);
         return rc;
     }
@@ -113,6 +130,10 @@ int cli_build_problem(const cli_opts *o, ps_problem **out)
         return rc;
     }
     warn_moe_costs(pb, o->costs);
+    given |= (o->schedule ? CLI_DEFAULT_SCHEDULE : 0u) | (o->pp > 0 ? CLI_DEFAULT_PP : 0u) |
+             (o->m > 0 ? CLI_DEFAULT_MICROBATCHES : 0u);
+    if (defaulted)
+        *defaulted = ~given & (CLI_DEFAULT_SCHEDULE | CLI_DEFAULT_PP | CLI_DEFAULT_MICROBATCHES);
     *out = pb;
     return 0;
 }
@@ -152,7 +173,8 @@ int cli_job_open(cli_job *j, const cli_opts *o, int simulate)
     j->pb = NULL;
     j->s = NULL;
     j->sim = NULL;
-    int rc = cli_build_problem(o, &j->pb);
+    j->defaulted = 0;
+    int rc = cli_build_problem(o, &j->pb, &j->defaulted);
     return rc ? cli_exit_code(rc) : cli_job_run(j, simulate);
 }
 
@@ -229,13 +251,33 @@ static void print_comm(FILE *f, const ps_sim *sim)
                 100.0 * c.overlap[ph]);
 }
 
-void cli_print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim)
+void cli_print_defaults(FILE *f, const ps_schedule *s, unsigned defaulted)
+{
+    if (!defaulted)
+        return;
+    fprintf(f, "defaults (not given):");
+    const char *sep = " ";
+    if (defaulted & CLI_DEFAULT_SCHEDULE) {
+        fprintf(f, "%s-s %s", sep, ps_schedule_family(s));
+        sep = ", ";
+    }
+    if (defaulted & CLI_DEFAULT_PP) {
+        fprintf(f, "%s-p %d", sep, ps_schedule_pp(s));
+        sep = ", ";
+    }
+    if (defaulted & CLI_DEFAULT_MICROBATCHES)
+        fprintf(f, "%s-m %d", sep, ps_schedule_microbatches(s));
+    fprintf(f, "\n");
+}
+
+void cli_print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim, unsigned defaulted)
 {
     ps_metrics m;
     ps_sim_metrics(sim, &m);
     fprintf(f, "schedule %s: pp=%d vpp=%d stages=%d microbatches=%d actions=%zu\n",
             ps_schedule_family(s), ps_schedule_pp(s), ps_schedule_vpp(s), ps_schedule_num_stages(s),
             ps_schedule_microbatches(s), ps_schedule_total_actions(s));
+    cli_print_defaults(f, s, defaulted);
     fprintf(f, "makespan %g  bubble %g  bubble_ratio %.4f\n", m.makespan, m.bubble, m.bubble_ratio);
     fprintf(f, "%6s %12s %12s %12s %8s %10s %7s\n", "rank", "busy", "span", "idle", "peak_act",
             "peak_mem", "params");
@@ -249,7 +291,7 @@ void cli_print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim)
 }
 
 int cli_sim_outputs(const cli_opts *o, const ps_schedule *s, const ps_sim *sim, int has_fmt,
-                    ps_format fmt)
+                    ps_format fmt, unsigned defaulted)
 {
     int ex = EXIT_OK;
     if (o->trace && (ex = cli_emit(s, sim, PS_FORMAT_TRACE, o->trace)))
@@ -263,7 +305,7 @@ int cli_sim_outputs(const cli_opts *o, const ps_schedule *s, const ps_sim *sim, 
         fprintf(stderr, "pipesched: cannot write %s\n", o->output);
         return EXIT_USAGE;
     }
-    cli_print_metrics(f, s, sim);
+    cli_print_metrics(f, s, sim, defaulted);
     if (o->output && fclose(f)) {
         fprintf(stderr, "pipesched: writing %s failed\n", o->output);
         return EXIT_INTERNAL;

@@ -15,7 +15,7 @@
 /* One classic schedule with the default costs: its timed table and its metrics. */
 static int demo_one(const char *family, int pp, int vpp, int m)
 {
-    cli_job j = {NULL, NULL, NULL};
+    cli_job j = {NULL, NULL, NULL, 0};
     int ex = EXIT_INTERNAL;
     if (ps_problem_new(&j.pb, NULL) || ps_problem_set_schedule(j.pb, family) ||
         ps_problem_set_int(j.pb, PS_PARAM_PP, pp) || ps_problem_set_int(j.pb, PS_PARAM_VPP, vpp) ||
@@ -26,7 +26,7 @@ static int demo_one(const char *family, int pp, int vpp, int m)
     printf("== %s, pp=%d vpp=%d m=%d, f=b=w=1 (per chunk), c=0\n", family, pp, vpp, m);
     if ((ex = cli_emit(j.s, j.sim, PS_FORMAT_TABLE_TIMED, NULL)))
         goto out;
-    cli_print_metrics(stdout, j.s, j.sim);
+    cli_print_metrics(stdout, j.s, j.sim, 0);
     printf("\n");
 out:
     cli_job_free(&j);

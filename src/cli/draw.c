@@ -170,7 +170,7 @@ static int draw_demo(const char *moe_json)
 {
     static const char *const tl = "pipesched-demo-timeline.svg";
     static const char *const ov = "pipesched-demo-overlap.svg";
-    cli_job j = {NULL, NULL, NULL};
+    cli_job j = {NULL, NULL, NULL, 0};
     ps_viz *viz = NULL;
     draw_out a = {tl, NULL, 0}, b = {ov, NULL, 0};
     cli_opts o = {.method = -1, .fstage = -1, .bstage = -1}; /* draw's defaults */

@@ -45,7 +45,38 @@ static void print_lines(FILE *f, int used, const char *text)
     }
 }
 
-static void print_option(FILE *f, const cli_option *opt, const char *text)
+/* The default of opt in cmd, from the row's `def` (markdown for the guide): its segments
+ * are separated by "; ", and one that starts "COMMAND: " is that command's own; backticks
+ * are dropped. Writes "" when there is none for cmd. */
+static void default_for(const cli_command *cmd, const cli_option *opt, char *buf, size_t n)
+{
+    const char *pick = NULL, *p = opt->def;
+    size_t len = 0, k = 0;
+    while (p && *p) {
+        const char *end = strstr(p, "; ");
+        size_t seg = end ? (size_t)(end - p) : strlen(p);
+        size_t word = strcspn(p, ": ;");
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(word < sizeof name ? word : 0), p);
+        if (word < seg && p[word] == ':' && cli_find(name)) {
+            if (!strcmp(name, cmd->name)) {
+                pick = p + word + 2;
+                len = seg - word - 2;
+                break;
+            }
+        } else if (!pick) {
+            pick = p;
+            len = seg;
+        }
+        p += seg + (end ? 2 : 0);
+    }
+    for (size_t i = 0; pick && i < len && k + 1 < n; i++)
+        if (pick[i] != '`')
+            buf[k++] = pick[i];
+    buf[k] = 0;
+}
+
+static void print_option(FILE *f, const cli_command *cmd, const cli_option *opt, const char *text)
 {
     char left[128];
     int n;
@@ -61,6 +92,11 @@ static void print_option(FILE *f, const cli_option *opt, const char *text)
         n = 0;
     }
     print_lines(f, n, text ? text : "");
+    /* The default, unless the help already gives it. */
+    char def[128];
+    default_for(cmd, opt, def, sizeof def);
+    if (*def && !(text && strstr(text, "default")))
+        fprintf(f, "%*s%s%s\n", HELP_COLUMN, "", strcmp(def, "required") ? "default: " : "", def);
     for (int a = 0; a < CLI_MAX_ALIASES && opt->aliases[a]; a++)
         fprintf(f, "%*salso: --%s\n", HELP_COLUMN, "", opt->aliases[a]);
 }
@@ -70,7 +106,7 @@ void cli_help(FILE *f, const cli_command *cmd)
     fprintf(f, "usage: %s\n\n%s\n\noptions:\n", cmd->usage, cmd->about);
     for (size_t i = 0; i < cli_option_count; i++)
         if (cli_takes(cmd, &cli_options[i]))
-            print_option(f, &cli_options[i], cli_help_text(cmd, &cli_options[i]));
+            print_option(f, cmd, &cli_options[i], cli_help_text(cmd, &cli_options[i]));
 }
 
 int cli_help_main(int argc, char **argv)

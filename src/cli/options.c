@@ -325,7 +325,7 @@ const cli_option cli_options[] = {
      .letter = 'o',
      STRING(output),
      .metavar = "FILE",
-     .def = "stdout",
+     .def = "stdout; draw: required",
      .commands = INPUT_COMMANDS " estimate tune",
      .help = "write the output to FILE instead of stdout"},
     {.name = "help", .letter = 'h', FLAG(help), .commands = "*", .help = "this help"},

@@ -15,7 +15,7 @@ static int simulate_main(const cli_opts *o)
     cli_job j;
     int ex = cli_job_open(&j, o, 1);
     if (!ex)
-        ex = cli_sim_outputs(o, j.s, j.sim, o->format >= 0, fmt);
+        ex = cli_sim_outputs(o, j.s, j.sim, o->format >= 0, fmt, j.defaulted);
     cli_job_free(&j);
     return ex;
 }
