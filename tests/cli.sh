@@ -62,6 +62,12 @@ contains "$tmp/out" "serial           15.000" "plan: serial comparison"
 expect 0 "plan --json" -- "$bin" plan --config "$tmp/plan.json" --json --method megatron
 contains "$tmp/out" '"pair":{"method":"megatron","forward_stage":0,"backward_stage":0,"duration":11,' \
     "plan json"
+# JSON numbers: the shortest form that reads back exactly (it was %.9g: 2.0000000001 became 2).
+sed 's/"attn": 2,/"attn": 2.0000000001,/' "$tmp/plan.json" >"$tmp/plan2.json"
+expect 0 "plan --json, a duration of 11 digits" -- "$bin" plan --config "$tmp/plan2.json" --json
+contains "$tmp/out" '"duration":11.0000000001,' "plan json keeps every digit of the duration"
+contains "$tmp/out" '"start":0,"end":2.0000000001}' "plan json keeps every digit of a time"
+contains "$tmp/out" '"comm":4,' "plan json: no float noise on a whole number"
 expect 2 "plan without a MoE model" -- "$bin" plan -s 1f1b
 contains "$tmp/err" "plan needs a MoE model" "plan without a model explained"
 expect 2 "plan bad method" -- "$bin" plan --config "$tmp/plan.json" --method fastest
@@ -118,6 +124,28 @@ expect 2 "missing value" -- "$bin" generate -p
 expect 2 "unknown schedule" -- "$bin" generate -s zigzag
 expect 2 "bad costs" -- "$bin" simulate --costs f=1,q=2
 contains "$tmp/err" 'unknown key "q"' "costs key named"
+expect 2 "duplicate costs key" -- "$bin" simulate --costs f=1,b=2,f=3
+contains "$tmp/err" 'costs: duplicate key "f" at column 9' "duplicate costs key named"
+expect 2 "duplicate memory key" -- "$bin" simulate --memory f=2,b=-1,w=-1,w=-1
+contains "$tmp/err" 'memory: duplicate key "w"' "duplicate memory key named"
+expect 2 "--json with --format table" -- "$bin" simulate --json -f table
+contains "$tmp/err" "--json and --format table contradict each other" "json/table contradiction named"
+expect 2 "check --json with --format csv" -- "$bin" check data/dualpipev_4rank_10mb.csv --json -f csv
+contains "$tmp/err" "--json and --format csv contradict each other" "check: json/csv contradiction named"
+expect 0 "--json with --format json" -- "$bin" simulate --json -f json -p 2 -m 2
+contains "$tmp/out" '"metrics":{"makespan":' "--json -f json: the timed schedule with the metrics"
+expect 0 "help --help" -- "$bin" help --help
+contains "$tmp/out" "usage: pipesched help [COMMAND]" "help --help prints help's usage"
+expect 2 "simulate -o to a missing folder" -- "$bin" simulate -o "$tmp/none/m.txt"
+contains "$tmp/err" "cannot write $tmp/none/m.txt: No such file or directory" "simulate -o says why"
+expect 2 "plan -o to a missing folder" -- "$bin" plan --config "$tmp/plan.json" -o "$tmp/none/p.txt"
+contains "$tmp/err" "cannot write $tmp/none/p.txt: No such file or directory" "plan -o says why"
+if [ -w /dev/full ]; then
+    expect 3 "simulate -o a full device" -- "$bin" simulate -o /dev/full
+    contains "$tmp/err" "writing /dev/full failed: No space left on device" "full device named"
+    expect 3 "simulate -f json -o a full device" -- "$bin" simulate -f json -o /dev/full
+    contains "$tmp/err" "writing /dev/full failed: No space left on device" "full device named (export)"
+fi
 expect 2 "bad format" -- "$bin" generate --format xml
 expect 2 "missing config" -- "$bin" generate --config "$tmp/none.json"
 

@@ -349,6 +349,12 @@ START_TEST(schedule_costs_string)
     ck_assert_double_eq(ps_problem_get_cost(pb, PS_COST_FB), 4);
     ck_assert_int_eq(ps_problem_set_costs_string(pb, "f=1,x=2"), PS_ECONFIG);
     ck_assert_ptr_nonnull(strstr(ps_problem_last_error(pb), "unknown key \"x\" at column 5"));
+    /* A key given twice is a mistake, not "the last one wins"; nothing changes. */
+    ck_assert_int_eq(ps_problem_set_costs_string(pb, "f=5,b=1,f=6"), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_problem_last_error(pb), "duplicate key \"f\" at column 9"));
+    ck_assert_double_eq(ps_problem_get_cost(pb, PS_COST_F), 2);
+    ck_assert_int_eq(ps_problem_set_memory_string(pb, "f=2,b=-1,b=-1"), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_problem_last_error(pb), "memory: duplicate key \"b\""));
     ck_assert_int_eq(ps_problem_set_costs_string(pb, "f=abc"), PS_ECONFIG);
     ck_assert_int_eq(ps_problem_set_costs_string(pb, "f=-1"), PS_ECONFIG);
     ck_assert_int_eq(ps_problem_set_costs_string(pb, "f"), PS_ECONFIG);

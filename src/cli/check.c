@@ -58,6 +58,8 @@ static int check_main(const cli_opts *o)
         return EXIT_USAGE;
     }
     ps_format fmt = o->format < 0 ? PS_FORMAT_TABLE : (ps_format)o->format;
+    if (cli_check_json_format(o))
+        return EXIT_USAGE;
     cli_job j = {NULL, NULL, NULL, 0};
     int rc = cli_build_problem(o, &j.pb, NULL);
     if (rc)
@@ -87,6 +89,7 @@ const cli_command cli_cmd_check = {
              "only the costs and the memory model apply.",
     .option_help = {{"format", "print the schedule instead of the metrics: table (timed),\n"
                                "json (timed, with the metrics), csv, csv-comms"},
-                    {"json", "metrics as JSON"}},
+                    {"json", "metrics as JSON; with --format, only json agrees (the timed\n"
+                             "schedule with the metrics), another format is refused"}},
     .run = check_main,
 };

@@ -137,6 +137,13 @@ int cli_read_file(const char *path, size_t limit, char **data, size_t *len);
 /* util.c: strict integer parsing: the whole string, in [lo, hi]. Prints the reason on
  * failure. */
 int cli_parse_int(const char *opt, const char *s, long long lo, long long hi, long long *out);
+/* util.c: v in JSON, as the shortest of %.15g, %.16g and %.17g that reads back as exactly v
+ * (the exporters' rule: no float noise, no lost digits), "null" when not finite; into buf of
+ * CLI_NUM_SIZE bytes, which it returns. CLI_NUM(v) gives each use its own buffer, so that
+ * several can be arguments of one printf. */
+#define CLI_NUM_SIZE 32
+const char *cli_num(double v, char *buf);
+#define CLI_NUM(v) cli_num((v), (char[CLI_NUM_SIZE]){0})
 /* util.c: ps_write_fn over a FILE*. */
 int cli_write_file(void *ud, const char *data, size_t len);
 /* util.c: maps a library error code to the exit status: 1 validation, 2 input, 3 internal. */
@@ -182,6 +189,10 @@ int cli_job_run(cli_job *j, int simulate);
 int cli_job_open(cli_job *j, const cli_opts *o, int simulate);
 /* common.c: frees what j holds. */
 void cli_job_free(cli_job *j);
+/* common.c: `--json` asks for JSON, `--format table` (or csv) for something else: the
+ * contradiction is refused (exit 2, both named); --json with --format json agree. Returns the
+ * exit status. */
+int cli_check_json_format(const cli_opts *o);
 /* common.c: the line "defaults (not given): -s 1f1b, -p 4, -m 8" of the CLI_DEFAULT_*
  * settings in defaulted, with s's values; nothing when defaulted is 0. */
 void cli_print_defaults(FILE *f, const ps_schedule *s, unsigned defaulted);

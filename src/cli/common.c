@@ -210,10 +210,15 @@ int cli_write_out(const char *path, int (*emit)(const void *arg, ps_write_fn wri
         return EXIT_USAGE;
     }
     int rc = emit(arg, cli_write_file, f);
+    int werr = ferror(f) ? errno : 0;
     int cerr = path ? fclose(f) : fflush(f);
+    if (cerr && !werr)
+        werr = errno;
     if (rc || cerr) {
+        /* The C library's reason when it has one (a write or the close failed): "No space
+         * left on device" says more than the library's "I/O error". */
         fprintf(stderr, "pipesched: writing %s failed: %s\n", path ? path : "stdout",
-                rc ? ps_strerror(rc) : "I/O error");
+                werr ? strerror(werr) : ps_strerror(rc ? rc : PS_EIO));
         return EXIT_INTERNAL;
     }
     return EXIT_OK;
@@ -290,6 +295,23 @@ void cli_print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim, unsigne
     print_comm(f, sim);
 }
 
+int cli_check_json_format(const cli_opts *o)
+{
+    if (!o->json || o->format < 0 || o->format == PS_FORMAT_JSON)
+        return EXIT_OK;
+    const char *name = "table";
+    for (size_t i = 0; i < cli_option_count; i++)
+        if (cli_options[i].type == CLI_CHOICE && cli_options[i].offset == offsetof(cli_opts, format))
+            for (const cli_choice *c = cli_options[i].choices; c->name; c++)
+                if (c->value == o->format)
+                    name = c->name;
+    fprintf(stderr,
+            "pipesched: --json and --format %s contradict each other: use one (--format json "
+            "prints the timed schedule with the metrics, --json the metrics alone)\n",
+            name);
+    return EXIT_USAGE;
+}
+
 int cli_sim_outputs(const cli_opts *o, const ps_schedule *s, const ps_sim *sim, int has_fmt,
                     ps_format fmt, unsigned defaulted)
 {
@@ -302,12 +324,12 @@ int cli_sim_outputs(const cli_opts *o, const ps_schedule *s, const ps_sim *sim, 
         return cli_emit(s, sim, PS_FORMAT_METRICS, o->output);
     FILE *f = o->output ? fopen(o->output, "w") : stdout;
     if (!f) {
-        fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+        fprintf(stderr, "pipesched: cannot write %s: %s\n", o->output, strerror(errno));
         return EXIT_USAGE;
     }
     cli_print_metrics(f, s, sim, defaulted);
     if (o->output && fclose(f)) {
-        fprintf(stderr, "pipesched: writing %s failed\n", o->output);
+        fprintf(stderr, "pipesched: writing %s failed: %s\n", o->output, strerror(errno));
         return EXIT_INTERNAL;
     }
     return EXIT_OK;

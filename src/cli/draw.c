@@ -122,7 +122,7 @@ static int draw_main(const cli_opts *o)
         ex = o->kind == CLI_KIND_OVERLAP ? draw_overlap(o, j.pb, j.s, viz, &out)
                                          : draw_simulated(o, &j, viz, &out);
     if (out.f && out.f != stdout && fclose(out.f) && !ex) {
-        fprintf(stderr, "pipesched: writing %s failed\n", o->output);
+        fprintf(stderr, "pipesched: writing %s failed: %s\n", o->output, strerror(errno));
         ex = EXIT_INTERNAL;
     }
     ps_viz_free(viz);
@@ -135,7 +135,7 @@ static int out_close(draw_out *out, int ex)
 {
     int file = out->f && out->f != stdout;
     if (file && fclose(out->f) && !ex) {
-        fprintf(stderr, "pipesched: writing %s failed\n", out->path);
+        fprintf(stderr, "pipesched: writing %s failed: %s\n", out->path, strerror(errno));
         ex = EXIT_INTERNAL;
     }
     if (file && ex)

@@ -8,6 +8,7 @@
 
 #include <pipesched/model.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -206,24 +207,26 @@ static void print_json(FILE *f, const ps_estimate *e, const ps_estimate_result *
 {
     const ps_schedule *s = ps_estimate_schedule(e);
     fprintf(f,
-            "{\"schedule\":\"%s\",\"dp\":%d,\"microbatches\":%d,\"step_time_s\":%.9g,"
-            "\"tokens_per_s_per_gpu\":%.9g,\"model_tflops_per_gpu\":%.9g,\"mfu\":%.9g,"
-            "\"bubble_s\":%.9g,\"compute_s\":%.9g,\"optimizer_s\":%.9g,\"exposed_s\":{",
-            ps_schedule_family(s), r->dp, r->microbatches, r->step_time_s, r->tokens_per_s_per_gpu,
-            r->model_tflops_per_gpu, r->mfu, r->bubble_s, r->compute_s, r->optimizer_s);
+            "{\"schedule\":\"%s\",\"dp\":%d,\"microbatches\":%d,\"step_time_s\":%s,"
+            "\"tokens_per_s_per_gpu\":%s,\"model_tflops_per_gpu\":%s,\"mfu\":%s,"
+            "\"bubble_s\":%s,\"compute_s\":%s,\"optimizer_s\":%s,\"exposed_s\":{",
+            ps_schedule_family(s), r->dp, r->microbatches, CLI_NUM(r->step_time_s),
+            CLI_NUM(r->tokens_per_s_per_gpu), CLI_NUM(r->model_tflops_per_gpu), CLI_NUM(r->mfu),
+            CLI_NUM(r->bubble_s), CLI_NUM(r->compute_s), CLI_NUM(r->optimizer_s));
     for (int k = 0; k < PS_COMM_KINDS; k++)
-        fprintf(f, "%s\"%s\":%.9g", k ? "," : "", comm_names[k], r->exposed_s[k]);
-    fprintf(f, "},\"memory\":{\"peak_gib\":%.9g,\"peak_rank\":%d,\"ranks\":[", r->peak_gib,
+        fprintf(f, "%s\"%s\":%s", k ? "," : "", comm_names[k], CLI_NUM(r->exposed_s[k]));
+    fprintf(f, "},\"memory\":{\"peak_gib\":%s,\"peak_rank\":%d,\"ranks\":[", CLI_NUM(r->peak_gib),
             r->peak_rank);
     for (int rank = 0; rank < ps_schedule_pp(s); rank++) {
         ps_rank_memory m;
         ps_estimate_rank_memory(e, rank, &m);
         fprintf(f,
-                "%s{\"weights_gib\":%.9g,\"grads_gib\":%.9g,\"optimizer_gib\":%.9g,"
-                "\"activations_gib\":%.9g,\"overhead_gib\":%.9g,\"total_gib\":%.9g,"
+                "%s{\"weights_gib\":%s,\"grads_gib\":%s,\"optimizer_gib\":%s,"
+                "\"activations_gib\":%s,\"overhead_gib\":%s,\"total_gib\":%s,"
                 "\"peak_inflight\":%lld}",
-                rank ? "," : "", m.weights, m.grads, m.optimizer, m.activations, m.overhead,
-                m.total, (long long)m.peak_inflight);
+                rank ? "," : "", CLI_NUM(m.weights), CLI_NUM(m.grads), CLI_NUM(m.optimizer),
+                CLI_NUM(m.activations), CLI_NUM(m.overhead), CLI_NUM(m.total),
+                (long long)m.peak_inflight);
     }
     fprintf(f, "]},\"fits\":%s}\n", r->fits ? "true" : "false");
 }
@@ -236,7 +239,7 @@ static int print_result(const cli_opts *o, const ps_estimate *e, const ps_transf
     ps_estimate_result_get(e, &r);
     FILE *f = o->output ? fopen(o->output, "w") : stdout;
     if (!f) {
-        fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+        fprintf(stderr, "pipesched: cannot write %s: %s\n", o->output, strerror(errno));
         return EXIT_USAGE;
     }
     if (o->json)
@@ -244,7 +247,7 @@ static int print_result(const cli_opts *o, const ps_estimate *e, const ps_transf
     else
         print_text(f, e, m, hw, t, &r);
     if (o->output && fclose(f)) {
-        fprintf(stderr, "pipesched: writing %s failed\n", o->output);
+        fprintf(stderr, "pipesched: writing %s failed: %s\n", o->output, strerror(errno));
         return EXIT_INTERNAL;
     }
     return EXIT_OK;

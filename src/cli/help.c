@@ -115,6 +115,12 @@ int cli_help_main(int argc, char **argv)
         cli_usage(stdout);
         return EXIT_OK;
     }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        printf("usage: pipesched help [COMMAND]\n\n"
+               "Without a command, the commands; with one, its options (the same as\n"
+               "pipesched COMMAND --help).\n");
+        return EXIT_OK;
+    }
     /* Not listed in the help: it exists for the guide. */
     if (!strcmp(argv[1], "--markdown")) {
         cli_markdown(stdout);

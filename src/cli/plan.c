@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,16 +58,17 @@ static void json_plan(FILE *f, const char *key, const ps_plan *pl, int method, i
     fprintf(f, "\"%s\":{\"method\":\"%s\",\"forward_stage\":%d,\"backward_stage\":%d,", key,
             ps_planner_name(method), fstage, bstage);
     fprintf(f,
-            "\"duration\":%.9g,\"compute\":%.9g,\"comm\":%.9g,\"exposed\":%.9g,\"overlap\":%.9g,"
-            "\"p2p\":%.9g,\"p2p_exposed\":%.9g,\"ops\":[",
-            st.duration, st.compute, st.comm, st.exposed, st.overlap, st.p2p, st.p2p_exposed);
+            "\"duration\":%s,\"compute\":%s,\"comm\":%s,\"exposed\":%s,\"overlap\":%s,"
+            "\"p2p\":%s,\"p2p_exposed\":%s,\"ops\":[",
+            CLI_NUM(st.duration), CLI_NUM(st.compute), CLI_NUM(st.comm), CLI_NUM(st.exposed),
+            CLI_NUM(st.overlap), CLI_NUM(st.p2p), CLI_NUM(st.p2p_exposed));
     for (size_t i = 0; i < n; i++)
         fprintf(f,
                 "%s{\"op\":\"%s\",\"stream\":\"%s\",\"part\":\"%s\",\"layer\":%d,\"dense\":%s,"
-                "\"start\":%.9g,\"end\":%.9g}",
+                "\"start\":%s,\"end\":%s}",
                 i ? "," : "", ps_op_name(ops[i].op), ops[i].stream ? "comm" : "compute",
                 ops[i].part ? "B" : "F", (int)ops[i].layer, ops[i].dense ? "true" : "false",
-                ops[i].start, ops[i].end);
+                CLI_NUM(ops[i].start), CLI_NUM(ops[i].end));
     fprintf(f, "]}");
 }
 
@@ -101,11 +103,12 @@ static void print_header(const plan_out *p, const ps_schedule *s, const ps_moe_m
                 ps_schedule_family(s), p->stages, (int)m->layers, (int)m->dense_layers);
         if (have_a2a)
             fprintf(p->f,
-                    "\"a2a\":{\"chosen\":\"%s\",\"flat\":{\"inter_bytes\":%.9g,\"intra_bytes\":"
-                    "%.9g,\"time\":%.9g},\"hierarchical\":{\"inter_bytes\":%.9g,\"intra_bytes\":"
-                    "%.9g,\"time\":%.9g}},",
-                    algo[a.chosen], a.flat_inter, a.flat_intra, a.flat_time, a.hier_inter,
-                    a.hier_intra, a.hier_time);
+                    "\"a2a\":{\"chosen\":\"%s\",\"flat\":{\"inter_bytes\":%s,\"intra_bytes\":"
+                    "%s,\"time\":%s},\"hierarchical\":{\"inter_bytes\":%s,\"intra_bytes\":"
+                    "%s,\"time\":%s}},",
+                    algo[a.chosen], CLI_NUM(a.flat_inter), CLI_NUM(a.flat_intra),
+                    CLI_NUM(a.flat_time), CLI_NUM(a.hier_inter), CLI_NUM(a.hier_intra),
+                    CLI_NUM(a.hier_time));
         return;
     }
     fprintf(p->f, "%s: %d layers (%d dense) over %d model stages; planner %s\n",
@@ -188,9 +191,9 @@ static int print_comparison(const plan_out *p)
         if (k == PS_PLANNER_ADAPTIVE)
             base = st.duration;
         if (p->json)
-            fprintf(p->f,
-                    "%s{\"method\":\"%s\",\"duration\":%.9g,\"exposed\":%.9g,\"overlap\":%.9g}",
-                    k ? "," : "", ps_planner_name(k), st.duration, st.exposed, st.overlap);
+            fprintf(p->f, "%s{\"method\":\"%s\",\"duration\":%s,\"exposed\":%s,\"overlap\":%s}",
+                    k ? "," : "", ps_planner_name(k), CLI_NUM(st.duration), CLI_NUM(st.exposed),
+                    CLI_NUM(st.overlap));
         else
             fprintf(p->f, "%-10s %12.3f %12.3f %9.1f%% %11.3fx\n", ps_planner_name(k), st.duration,
                     st.exposed, 100.0 * st.overlap, base > 0 ? st.duration / base : 1.0);
@@ -244,14 +247,14 @@ static int plan_main(const cli_opts *o)
     int ex = cli_job_open(&j, o, 0);
     FILE *f = stdout;
     if (!ex && o->output && !(f = fopen(o->output, "w"))) {
-        fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+        fprintf(stderr, "pipesched: cannot write %s: %s\n", o->output, strerror(errno));
         ex = EXIT_USAGE;
     }
     if (!ex) {
         ex = print_plans(f, j.pb, j.s, o->method < 0 ? PS_PLANNER_ADAPTIVE : o->method,
                          (int)o->fstage, (int)o->bstage, o->json);
         if (f != stdout && fclose(f) && !ex) {
-            fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+            fprintf(stderr, "pipesched: cannot write %s: %s\n", o->output, strerror(errno));
             ex = EXIT_INTERNAL;
         }
     }

@@ -9,6 +9,7 @@
 #include <pipesched/exec.h>
 
 #include <math.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,19 +134,19 @@ static int print_result(const cli_opts *o, const ps_schedule *s, const ps_sim *s
     int ex = o->json ? metrics_json(s, sim, &runj) : EXIT_OK;
     FILE *f = stdout;
     if (!ex && o->output && !(f = fopen(o->output, "w"))) {
-        fprintf(stderr, "pipesched: cannot write %s\n", o->output);
+        fprintf(stderr, "pipesched: cannot write %s: %s\n", o->output, strerror(errno));
         ex = EXIT_USAGE;
     }
     if (!ex) {
         ps_metrics mm;
         ps_sim_metrics(sim, &mm);
         if (o->json)
-            fprintf(f, "{\"simulated\": %s,\n \"measured\": %s,\n \"makespan_error\": %.6g}\n",
-                    p->json.p, runj.p, fabs(mm.makespan - p->m.makespan) / p->m.makespan);
+            fprintf(f, "{\"simulated\": %s,\n \"measured\": %s,\n \"makespan_error\": %s}\n",
+                    p->json.p, runj.p, CLI_NUM(fabs(mm.makespan - p->m.makespan) / p->m.makespan));
         else
             print_comparison(f, s, &p->m, p->ranks, sim, scale);
         if (o->output && fclose(f)) {
-            fprintf(stderr, "pipesched: writing %s failed\n", o->output);
+            fprintf(stderr, "pipesched: writing %s failed: %s\n", o->output, strerror(errno));
             ex = EXIT_INTERNAL;
         }
     }

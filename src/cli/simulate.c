@@ -8,6 +8,8 @@
 static int simulate_main(const cli_opts *o)
 {
     ps_format fmt = o->format < 0 ? PS_FORMAT_TABLE : (ps_format)o->format;
+    if (cli_check_json_format(o))
+        return EXIT_USAGE;
     if (fmt == PS_FORMAT_CSV || fmt == PS_FORMAT_CSV_COMMS) {
         fprintf(stderr, "pipesched: simulate prints table or json; use generate for CSV\n");
         return EXIT_USAGE;
@@ -27,6 +29,7 @@ const cli_command cli_cmd_simulate = {
     .about = "Generates, validates and simulates a schedule; prints its metrics.",
     .option_help = {{"format", "print the timed schedule (table, or json with the metrics)\n"
                                "instead of the metrics"},
-                    {"json", "metrics as JSON"}},
+                    {"json", "metrics as JSON; with --format, only json agrees (the timed\n"
+                             "schedule with the metrics), another format is refused"}},
     .run = simulate_main,
 };

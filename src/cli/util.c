@@ -6,8 +6,26 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+const char *cli_num(double v, char *buf)
+{
+    if (!isfinite(v))
+        return strcpy(buf, "null");
+    if (v == 0)
+        v = 0; /* no "-0" */
+    /* %.15g always reads back for a value that came from 15 or fewer digits (0.1, 330.8) and
+     * prints no float noise for it; values that need more get 16, then 17, which always reads
+     * back. */
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, CLI_NUM_SIZE, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    return buf;
+}
 
 int cli_read_file(const char *path, size_t limit, char **data, size_t *len)
 {

@@ -261,6 +261,11 @@ static int parse_spec(ps_problem *pb, const char *what, const char *spec, int n,
             return ps__seterr(
                 pb->err, PS_ECONFIG, "%s: unknown key \"%.*s\" at column %d (known: %s)", what,
                 (int)(eq - p), p, (int)(p - spec) + 1, n == 5 ? "f, b, w, c, fb" : "f, b, w");
+        if (set[k])
+            return ps__seterr(
+                pb->err, PS_ECONFIG,
+                "%s: duplicate key \"%s\" at column %d of \"%s\" (give each key once)", what,
+                cost_names[k], (int)(p - spec) + 1, spec);
         char *num_end;
         errno = 0;
         double v = strtod(eq + 1, &num_end);
