@@ -313,6 +313,10 @@ awk '/--pp N/ { getline; print; exit }' "$tmp/out" >"$tmp/def"
 contains "$tmp/def" "required" "help estimate: -p is required there"
 expect 0 "simulate with the defaults" -- "$bin" simulate
 contains "$tmp/out" "defaults (not given): -s 1f1b, -p 4, -m 8" "the header names the defaults"
+# The two idle measures are labelled: zb-h2 has no idle inside a rank's span and 11% idle overall.
+expect 0 "simulate zb-h2" -- "$bin" simulate -s zb-h2 -p 4 -m 8
+contains "$tmp/out" "makespan 27  bubble 0 (largest idle of a rank)  bubble_ratio 0.1111 (idle fraction)" \
+    "bubble and bubble_ratio say what they measure"
 expect 0 "simulate with -p" -- "$bin" simulate -p 2
 contains "$tmp/out" "defaults (not given): -s 1f1b, -m 8" "the header names the defaults left"
 expect 0 "simulate with a config" -- "$bin" simulate --config "$tmp/cfg.json"

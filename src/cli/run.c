@@ -8,8 +8,8 @@
 
 #include <pipesched/exec.h>
 
-#include <math.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,8 +97,9 @@ static void print_comparison(FILE *f, const ps_schedule *s, const ps_metrics *sm
             ps_schedule_microbatches(s), ps_schedule_total_actions(s), scale);
     fprintf(f, "%-14s %12s %12s\n", "", "simulated", "measured");
     fprintf(f, "%-14s %12g %12g\n", "makespan", sm->makespan, mm.makespan);
-    fprintf(f, "%-14s %12g %12g\n", "bubble", sm->bubble, mm.bubble);
-    fprintf(f, "%-14s %12.4f %12.4f\n", "bubble_ratio", sm->bubble_ratio, mm.bubble_ratio);
+    fprintf(f, "%-14s %12g %12g   largest idle of a rank\n", "bubble", sm->bubble, mm.bubble);
+    fprintf(f, "%-14s %12.4f %12.4f   idle fraction\n", "bubble_ratio", sm->bubble_ratio,
+            mm.bubble_ratio);
     fprintf(f, "makespan error %.3f%%\n", 100 * fabs(mm.makespan - sm->makespan) / sm->makespan);
     fprintf(f, "%6s %12s %12s %12s %12s\n", "rank", "busy(sim)", "busy(run)", "idle(sim)",
             "idle(run)");
