@@ -201,6 +201,33 @@ contains "$tmp/t.json" '"traceEvents"' "trace written"
 expect 0 "timed" -- "$bin" generate -s 1f1b -p 2 -m 2 --timed
 contains "$tmp/out" "rank 1 | .   1F0 1B0 +   1F1 1B1 +" "timed table"
 
+# --width: timed tables with fractional costs are ~1500 characters a row without it.
+frac="-s zb-h1 -p 4 -m 8 --costs f=1.3,b=1.7,w=0.9"
+# shellcheck disable=SC2086
+expect 0 "simulate -f table, fractional costs" -- "$bin" simulate $frac -f table
+longest=$(awk 'NR > 1 && length($0) > n { n = length($0) } END { print n + 0 }' "$tmp/out")
+# shellcheck disable=SC2086
+expect 0 "simulate -f table --width 100" -- "$bin" simulate $frac -f table --width 100
+narrow=$(awk 'NR > 1 && length($0) > n { n = length($0) } END { print n + 0 }' "$tmp/out")
+if [ "$longest" -gt 1000 ] && [ "$narrow" -le 100 ] && [ "$narrow" -gt 50 ]; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1))
+    echo "FAIL: --width 100: rows of $narrow characters (without: $longest)"
+fi
+contains "$tmp/out" "(times rounded to the nearest column)" "--width says the times were rounded"
+contains "$tmp/out" "rank 3 | .   .   3F0" "--width keeps the rows readable"
+expect 0 "generate --timed --width 60" -- "$bin" generate -s 1f1b -p 2 -m 4 --timed --width 60
+narrow=$(awk 'NR > 1 && length($0) > n { n = length($0) } END { print n + 0 }' "$tmp/out")
+if [ "$narrow" -le 60 ]; then pass=$((pass + 1)); else
+    fail=$((fail + 1))
+    echo "FAIL: generate --timed --width 60: rows of $narrow characters"
+fi
+expect 2 "--width without a timed table" -- "$bin" simulate --width 80
+contains "$tmp/err" "--width 80 applies to the timed table only" "--width elsewhere refused"
+expect 2 "--width too small" -- "$bin" simulate -f table --width 5
+contains "$tmp/err" "--width must be in [20, 1000000]; got 5" "--width range named"
+
 # Emulated execution (only when the executor was built: `help run` succeeds).
 if "$bin" help run >/dev/null 2>&1; then
     expect 0 "run" -- "$bin" run -s 1f1b -p 2 -m 4 --time-scale 0.002

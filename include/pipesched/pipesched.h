@@ -573,6 +573,16 @@ typedef enum ps_format {
 PS_EXTERN int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_fn write,
                         void *ud);
 
+/*
+ * PS_FORMAT_TABLE_TIMED with rows of at most `width` characters ("rank r |" and the columns):
+ * the time unit of a column grows until the makespan fits, and the legend line says when times
+ * were rounded to it. width 0: ps_export's table (at most 4000 columns). A width too narrow
+ * for one column still gets one. Returns what ps_export returns, and PS_EINVAL for a negative
+ * width.
+ */
+PS_EXTERN int ps_export_timed_table(const ps_schedule *s, const ps_sim *sim, int width,
+                                    ps_write_fn write, void *ud);
+
 /* The trace's microseconds per time unit that ps_export's PS_FORMAT_TRACE writes: 1 cost unit
  * = 1 ms. */
 #define PS_TRACE_US_PER_UNIT 1000.0

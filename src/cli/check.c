@@ -58,7 +58,7 @@ static int check_main(const cli_opts *o)
         return EXIT_USAGE;
     }
     ps_format fmt = o->format < 0 ? PS_FORMAT_TABLE : (ps_format)o->format;
-    if (cli_check_json_format(o))
+    if (cli_check_json_format(o) || cli_check_width(o, o->format == PS_FORMAT_TABLE))
         return EXIT_USAGE;
     cli_job j = {NULL, NULL, NULL, 0};
     int rc = cli_build_problem(o, &j.pb, NULL);

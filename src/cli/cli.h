@@ -27,6 +27,7 @@ enum { CLI_KIND_TIMELINE, CLI_KIND_OVERLAP, CLI_KIND_DAG };
 typedef struct cli_opts {
     const char *schedule, *config, *costs, *memory, *output, *trace;
     long long pp, vpp, m, group, extra_warmup, fstage, bstage;
+    long long width; /* the timed table's rows, characters */
     double mem_limit, time_scale;
     int format, method, kind; /* a ps_format, a PS_PLANNER_*, a CLI_KIND_* */
     int split_backward, timed, json, help;
@@ -168,6 +169,12 @@ int cli_make_schedule(const ps_problem *pb, ps_schedule **out);
 int cli_run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, ps_sim **out);
 /* common.c: writes s (sim may be NULL) through ps_export to path (NULL: stdout). */
 int cli_emit(const ps_schedule *s, const ps_sim *sim, ps_format fmt, const char *path);
+/* common.c: the timed table of s (PS_FORMAT_TABLE_TIMED) with rows of at most width characters
+ * (width < 0: not given) to path (NULL: stdout), as cli_emit. */
+int cli_emit_timed(const ps_schedule *s, const ps_sim *sim, long long width, const char *path);
+/* common.c: --width is for the timed table (timed_table set) alone; refuses it elsewhere.
+ * Returns the exit status. */
+int cli_check_width(const cli_opts *o, int timed_table);
 /* common.c: opens path (NULL: stdout) and has emit(arg, cli_write_file, the FILE *)
  * write it; a path that cannot be opened is reported (exit 2), a failed emit or write too
  * (exit 3). Returns the exit status. */

@@ -228,6 +228,7 @@ typedef struct emit_args {
     const ps_schedule *s;
     const ps_sim *sim;
     ps_format fmt;
+    int width; /* cli_emit_timed's */
 } emit_args;
 
 static int emit_export(const void *arg, ps_write_fn write, void *ud)
@@ -238,8 +239,31 @@ static int emit_export(const void *arg, ps_write_fn write, void *ud)
 
 int cli_emit(const ps_schedule *s, const ps_sim *sim, ps_format fmt, const char *path)
 {
-    emit_args a = {s, sim, fmt};
+    emit_args a = {s, sim, fmt, 0};
     return cli_write_out(path, emit_export, &a);
+}
+
+static int emit_timed(const void *arg, ps_write_fn write, void *ud)
+{
+    const emit_args *a = arg;
+    return ps_export_timed_table(a->s, a->sim, a->width, write, ud);
+}
+
+int cli_emit_timed(const ps_schedule *s, const ps_sim *sim, long long width, const char *path)
+{
+    emit_args a = {s, sim, PS_FORMAT_TABLE_TIMED, width > 0 ? (int)width : 0};
+    return cli_write_out(path, emit_timed, &a);
+}
+
+int cli_check_width(const cli_opts *o, int timed_table)
+{
+    if (o->width < 0 || timed_table)
+        return EXIT_OK;
+    fprintf(stderr,
+            "pipesched: --width %lld applies to the timed table only (generate --timed, "
+            "simulate -f table, check -f table)\n",
+            o->width);
+    return EXIT_USAGE;
 }
 
 /* The all-to-all lines of the metrics, for a simulation with a MoE model. */
@@ -322,8 +346,10 @@ int cli_sim_outputs(const cli_opts *o, const ps_schedule *s, const ps_sim *sim, 
     int ex = EXIT_OK;
     if (o->trace && (ex = cli_emit(s, sim, PS_FORMAT_TRACE, o->trace)))
         return ex;
+    if (has_fmt && fmt == PS_FORMAT_TABLE)
+        return cli_emit_timed(s, sim, o->width, o->output);
     if (has_fmt)
-        return cli_emit(s, sim, fmt == PS_FORMAT_TABLE ? PS_FORMAT_TABLE_TIMED : fmt, o->output);
+        return cli_emit(s, sim, fmt, o->output);
     if (o->json)
         return cli_emit(s, sim, PS_FORMAT_METRICS, o->output);
     FILE *f = o->output ? fopen(o->output, "w") : stdout;

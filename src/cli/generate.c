@@ -12,6 +12,8 @@ static int generate_main(const cli_opts *o)
         fprintf(stderr, "pipesched: --timed applies to the table and json formats\n");
         return EXIT_USAGE;
     }
+    if (cli_check_width(o, o->timed && fmt == PS_FORMAT_TABLE))
+        return EXIT_USAGE;
     cli_job j;
     int rc, ex = cli_job_open(&j, o, 0);
     if (ex)
@@ -27,7 +29,8 @@ static int generate_main(const cli_opts *o)
         if (fmt == PS_FORMAT_TABLE)
             fmt = PS_FORMAT_TABLE_TIMED;
     }
-    ex = cli_emit(j.s, j.sim, fmt, o->output);
+    ex = fmt == PS_FORMAT_TABLE_TIMED ? cli_emit_timed(j.s, j.sim, o->width, o->output)
+                                      : cli_emit(j.s, j.sim, fmt, o->output);
 out:
     cli_job_free(&j);
     return ex;

@@ -173,6 +173,15 @@ const cli_option cli_options[] = {
      .commands = "generate",
      .help = "simulate: the table gets one column per time unit, the\n"
              "JSON start/end times and metrics"},
+    {.name = "width",
+     INT(width, 20, 1000000),
+     .metavar = "N",
+     .def = "none (at most 4000 columns)",
+     .commands = "generate simulate check",
+     .help = "timed table: rows of at most N characters; a column\n"
+             "covers more time until the run fits",
+     .doc = "Actions that round into a column already drawn are counted in the legend line, not "
+            "shown. Refused with the other outputs."},
     {.name = "json", FLAG(json), .commands = "list simulate check run plan estimate tune"},
     {.name = "trace",
      STRING(trace),

@@ -8,7 +8,7 @@
 static int simulate_main(const cli_opts *o)
 {
     ps_format fmt = o->format < 0 ? PS_FORMAT_TABLE : (ps_format)o->format;
-    if (cli_check_json_format(o))
+    if (cli_check_json_format(o) || cli_check_width(o, o->format == PS_FORMAT_TABLE))
         return EXIT_USAGE;
     if (fmt == PS_FORMAT_CSV || fmt == PS_FORMAT_CSV_COMMS) {
         fprintf(stderr, "pipesched: simulate prints table or json; use generate for CSV\n");

@@ -157,6 +157,43 @@ static double time_gcd(double a, double b, double eps)
     return a;
 }
 
+/* The cells of rank r's row at unit time units per column into o (NULL: only counts). With
+ * fit, no column is written twice: an action that rounds into columns already written starts
+ * after them, and one that ends there is not shown, so the row has at most makespan / unit
+ * columns. Returns the actions not shown. */
+static int64_t timed_row(out *o, const ps_schedule *s, const ps_sim *sim, int32_t r, double unit,
+                         double eps, size_t w, int fit)
+{
+    const double *st = ps_sim_starts(sim, r), *en = ps_sim_ends(sim, r);
+    char name[96];
+    int64_t col = 0, hidden = 0;
+    for (int64_t i = 0; i < s->len[r]; i++) {
+        if (en[i] - st[i] <= eps)
+            continue;
+        int64_t c0 = (int64_t)floor(st[i] / unit + 0.5);
+        int64_t c1 = (int64_t)floor(en[i] / unit + 0.5);
+        if (c1 <= c0)
+            c1 = c0 + 1; /* shorter than a column after rounding: still one column */
+        if (fit && c1 <= col) {
+            hidden++;
+            continue;
+        }
+        if (fit && c0 < col)
+            c0 = col;
+        if (!o) {
+            col = c1 > col ? c1 : col;
+            continue;
+        }
+        for (; col < c0; col++)
+            put_cell(o, ".", w);
+        ps__action_str(&s->acts[s->off[r] + i], name, sizeof name);
+        put_cell(o, name, w);
+        for (col++; col < c1; col++)
+            put_cell(o, "+", w);
+    }
+    return hidden;
+}
+
 #define MAX_TIMED_COLUMNS 4000
 
 /*
@@ -166,11 +203,22 @@ static double time_gcd(double a, double b, double eps)
  * shows its name, the following ones "+"; idle columns show ".". Zero-length actions occupy
  * no column; the legend counts them.
  */
-static void export_timed(out *o, const ps_schedule *s, const ps_sim *sim)
+static void export_timed(out *o, const ps_schedule *s, const ps_sim *sim, int width)
 {
     ps_metrics met;
     ps_sim_metrics(sim, &met);
-    double eps = met.makespan * 1e-9, floor_unit = met.makespan / MAX_TIMED_COLUMNS, unit = 0;
+    size_t w = max_label(s, s->acts, s->off, s->len);
+    int rw = snprintf(NULL, 0, "%d", s->pp - 1);
+    /* A row is "rank r |" (7 + rw characters) and a column per unit of w + 1. */
+    long long columns = MAX_TIMED_COLUMNS;
+    if (width > 0) {
+        columns = ((long long)width - 7 - rw) / (long long)(w + 1);
+        if (columns < 1)
+            columns = 1;
+        if (columns > MAX_TIMED_COLUMNS)
+            columns = MAX_TIMED_COLUMNS;
+    }
+    double eps = met.makespan * 1e-9, floor_unit = met.makespan / (double)columns, unit = 0;
     int64_t zero = 0;
     for (int32_t r = 0; r < s->pp && (unit == 0 || unit > floor_unit); r++) {
         const double *st = ps_sim_starts(sim, r), *en = ps_sim_ends(sim, r);
@@ -191,33 +239,22 @@ static void export_timed(out *o, const ps_schedule *s, const ps_sim *sim)
         for (int64_t i = 0; i < s->len[r]; i++)
             zero += en[i] - st[i] <= eps;
     }
-    size_t w = max_label(s, s->acts, s->off, s->len);
-    int rw = snprintf(NULL, 0, "%d", s->pp - 1);
+    int64_t hidden = 0;
+    if (width > 0)
+        for (int32_t r = 0; r < s->pp; r++)
+            hidden += timed_row(NULL, s, sim, r, unit, eps, w, 1);
     putf(o, "# one column = %g time unit%s", unit, unit == 1 ? "" : "s");
     puts_(o, rounded ? " (times rounded to the nearest column)" : "");
     putf(o, "; \"+\" continues the action to its left, \".\" is idle; makespan %g", met.makespan);
     if (zero)
         putf(o, "; %lld zero-length action%s not drawn", (long long)zero, zero == 1 ? "" : "s");
+    if (hidden)
+        putf(o, "; %lld action%s inside a column already drawn not shown", (long long)hidden,
+             hidden == 1 ? "" : "s");
     puts_(o, "\n");
-    char name[96];
     for (int32_t r = 0; r < s->pp; r++) {
-        const double *st = ps_sim_starts(sim, r), *en = ps_sim_ends(sim, r);
         putf(o, "rank %*d |", rw, r);
-        int64_t col = 0;
-        for (int64_t i = 0; i < s->len[r]; i++) {
-            if (en[i] - st[i] <= eps)
-                continue;
-            int64_t c0 = (int64_t)floor(st[i] / unit + 0.5);
-            int64_t c1 = (int64_t)floor(en[i] / unit + 0.5);
-            if (c1 <= c0)
-                c1 = c0 + 1; /* shorter than a column after rounding: still one column */
-            for (; col < c0; col++)
-                put_cell(o, ".", w);
-            ps__action_str(&s->acts[s->off[r] + i], name, sizeof name);
-            put_cell(o, name, w);
-            for (col++; col < c1; col++)
-                put_cell(o, "+", w);
-        }
+        timed_row(o, s, sim, r, unit, eps, w, width > 0);
         puts_(o, "\n");
     }
 }
@@ -519,7 +556,7 @@ static int check_trace_options(const ps_schedule *s, const ps_trace_options *opt
 /* Both entry points: the arguments checked, the output streamed, PS_EIO when a write failed.
  * opt is the trace's (the other formats ignore it). */
 static int export_run(const ps_schedule *s, const ps_sim *sim, ps_format fmt,
-                      const ps_trace_options *opt, ps_write_fn write, void *ud)
+                      const ps_trace_options *opt, int width, ps_write_fn write, void *ud)
 {
     if (!s || !write || s->pp <= 0 || !s->acts)
         return PS_EINVAL;
@@ -545,7 +582,7 @@ static int export_run(const ps_schedule *s, const ps_sim *sim, ps_format fmt,
         export_table(o, s);
         break;
     case PS_FORMAT_TABLE_TIMED:
-        export_timed(o, s, sim);
+        export_timed(o, s, sim, width);
         break;
     case PS_FORMAT_JSON:
         export_json(o, s, sim);
@@ -575,12 +612,20 @@ static int export_run(const ps_schedule *s, const ps_sim *sim, ps_format fmt,
 int ps_export(const ps_schedule *s, const ps_sim *sim, ps_format fmt, ps_write_fn write, void *ud)
 {
     static const ps_trace_options cost_units = {PS_TRACE_US_PER_UNIT, NULL, 0};
-    return export_run(s, sim, fmt, &cost_units, write, ud);
+    return export_run(s, sim, fmt, &cost_units, 0, write, ud);
 }
 
 int ps_export_trace(const ps_schedule *s, const ps_sim *sim, const ps_trace_options *opt,
                     ps_write_fn write, void *ud)
 {
     static const ps_trace_options cost_units = {PS_TRACE_US_PER_UNIT, NULL, 0};
-    return export_run(s, sim, PS_FORMAT_TRACE, opt ? opt : &cost_units, write, ud);
+    return export_run(s, sim, PS_FORMAT_TRACE, opt ? opt : &cost_units, 0, write, ud);
+}
+
+int ps_export_timed_table(const ps_schedule *s, const ps_sim *sim, int width, ps_write_fn write,
+                          void *ud)
+{
+    if (width < 0)
+        return PS_EINVAL;
+    return export_run(s, sim, PS_FORMAT_TABLE_TIMED, NULL, width, write, ud);
 }
