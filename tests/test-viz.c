@@ -581,6 +581,34 @@ END_TEST
  * combine_b [0,0.5) B (under attn), dispatch [1,2) F (nothing computes: exposed) and combine
  * [3,4.5) F (exposed after 4). Exposed: [1,2) and [4,4.5); overlap 1 - 1.5/3 = 50%.
  */
+/* The legend wraps to stay within the chart: DualPipe's (fused pairs, I and W, two copies'
+ * chunks) was wider than its 600-point chart. Every legend item ends left of the chart's right
+ * end (the last box), and the legend has more than one line. */
+START_TEST(viz_timeline_legend_width)
+{
+    static const char *const families[] = {"dualpipev", "dualpipe", "1f1b"};
+    fixture f = simulate(families[_i], 4, 0, 8);
+    ps_viz *v = new_viz();
+    buf b = draw_timeline(v, &f);
+    svg g = parse(b.data);
+    double right = -INFINITY, left = INFINITY;
+    for (size_t i = 0; i < g.n; i++)
+        if (has_class(&g.it[i], "act") || has_class(&g.it[i], "idle")) {
+            right = fmax(right, g.it[i].x1);
+            left = fmin(left, g.it[i].x0);
+        }
+    for (size_t i = 0; i < g.n; i++)
+        if (has_class(&g.it[i], "legend"))
+            ck_assert_msg(g.it[i].x1 <= right + 1 && g.it[i].x0 >= left - 1,
+                          "%s: legend item %s spans [%g, %g], the chart [%g, %g]", families[_i],
+                          g.it[i].title, g.it[i].x0, g.it[i].x1, left, right);
+    free(g.it);
+    free(b.data);
+    ps_viz_free(v);
+    release(&f);
+}
+END_TEST
+
 static const ps_plan_op step_ops[] = {
     {PS_OP_ATTN, 0, 0, 0, 0, 0, 1},     {PS_OP_COMBINE_B, 1, 1, 0, 3, 0, 0.5},
     {PS_OP_DISPATCH, 1, 0, 0, 0, 1, 2}, {PS_OP_MLP, 0, 0, 0, 0, 2, 3},
@@ -632,6 +660,13 @@ START_TEST(viz_overlap_structure)
     ck_assert_ptr_nonnull(strstr(b.data, "overlap 50.0%"));
     ck_assert_ptr_nonnull(strstr(b.data, ">pair<"));
     ck_assert_ptr_nonnull(find(&g, "legend.exposed.text"));
+    /* The axis says its unit, right of its last label: cost units without a time_unit. */
+    const item *unit = find(&g, "axis.unit");
+    ck_assert_ptr_nonnull(unit);
+    ck_assert_str_eq(unit->text, "time (cost units)");
+    for (size_t i = 0; i < g.n; i++)
+        if (!strncmp(g.it[i].title, "tick", 4))
+            ck_assert(unit->x0 > g.it[i].x1);
     free(g.it);
     free(b.data);
     ps_viz_free(v);
@@ -903,6 +938,7 @@ int main(void)
     tcase_add_test(tc, viz_timeline_fused);
     tcase_add_test(tc, viz_timeline_16x64);
     tcase_add_test(tc, viz_timeline_capped);
+    tcase_add_loop_test(tc, viz_timeline_legend_width, 0, 3);
     suite_add_tcase(su, tc);
     tc = tcase_create("overlap");
     tcase_add_test(tc, viz_overlap_structure);

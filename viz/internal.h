@@ -96,7 +96,9 @@ typedef struct ps__canvas {
     ps_viz *v;
     Agraph_t *g;
     Agsym_t *pos, *width, *height, *label, *style, *fill, *colour, *pen, *shape, *fsize, *cls;
-    double legend_x; /* where the next legend entry starts */
+    double legend_x;     /* where the next legend entry starts */
+    double legend_right; /* the legend wraps to a new line before passing this x (0: never) */
+    double legend_dy;    /* the current legend line, below the first (0, -16, ...) */
 } ps__canvas;
 
 /* Declares the node attributes on g (box, filled, fixed size). 0 or PS_ENOMEM. */
@@ -117,6 +119,9 @@ int ps__canvas_axis(ps__canvas *cv, double end, double scale, double bottom, dou
  * and its text; named "legend.{key}". 0 or PS_ENOMEM. */
 int ps__canvas_legend(ps__canvas *cv, const char *key, const char *fill, const char *fill2,
                       const char *style, const char *text, double y);
+/* Legend text without a swatch at cv->legend_x on line y, wrapped as ps__canvas_legend's
+ * entries; named name. 0 or PS_ENOMEM. */
+int ps__canvas_legend_text(ps__canvas *cv, const char *name, const char *text, double y);
 /* Sets the graph's HTML-like label (the title, top left). 0 or PS_ENOMEM. */
 int ps__canvas_title(ps__canvas *cv, const char *html);
 

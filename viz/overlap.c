@@ -175,6 +175,14 @@ static int draw(ps__canvas *cv, const ps_plan_op *ops, size_t n, const span *ex,
         !ps__canvas_text(cv, "lane1", "lane", -6, 0, "communication", 10, 'r') ||
         ps__canvas_axis(cv, end, scale, -lane_h / 2 - 8, lane_h, 0))
         return PS_ENOMEM;
+    /* The axis's unit, right of its last label: the configuration's, else cost units. */
+    char unit[48];
+    snprintf(unit, sizeof unit, "time (%s)",
+             *cv->v->cfg.time_unit ? cv->v->cfg.time_unit : "cost units");
+    if (!ps__canvas_text(cv, "axis.unit", "tick", end * scale + 24, -lane_h / 2 - 8 - 9, unit, 9,
+                         'l'))
+        return PS_ENOMEM;
+    cv->legend_right = end * scale;
     double y = -lane_h / 2 - 8 - 30;
     if (ps__canvas_legend(cv, "fwd", "#5b9bd5", "#a9cbeb", NULL,
                           "forward chunk (compute, communication)", y) ||

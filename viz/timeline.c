@@ -179,8 +179,8 @@ static int draw_legend(timeline *tl, double y)
         snprintf(axis, sizeof axis, "x: time (%s); box label: micro-batch", tl->unit);
     else
         snprintf(axis, sizeof axis, "x: time in cost units; box label: micro-batch");
-    if (!rc && !ps__canvas_text(&tl->cv, "legend.axis", "legend", tl->cv.legend_x, y, axis, 9, 'l'))
-        rc = PS_ENOMEM;
+    if (!rc)
+        rc = ps__canvas_legend_text(&tl->cv, "legend.axis", axis, y);
     return rc;
 }
 
@@ -207,6 +207,9 @@ static int draw_frame(timeline *tl, int grid)
                              tl->lane_h >= 20 ? 10 : 8, 'r'))
             return PS_ENOMEM;
     }
+    /* The legend wraps at the chart's right end: DualPipe's entries (fused pairs, two model
+     * copies' chunks) were wider than a 600-point chart. */
+    tl->cv.legend_right = tl->cut * tl->scale;
     return draw_legend(tl, bottom - 30);
 }
 

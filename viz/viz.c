@@ -623,11 +623,33 @@ int ps__canvas_axis(ps__canvas *cv, double end, double scale, double bottom, dou
     return 0;
 }
 
+/* Where a legend item of width w goes: the next place on the current line, or the start of a
+ * new line when it would pass cv->legend_right; moves *y to the line. */
+static double legend_place(ps__canvas *cv, double w, double *y)
+{
+    if (cv->legend_right > 0 && cv->legend_x > 0 && cv->legend_x + w > cv->legend_right) {
+        cv->legend_x = 0;
+        cv->legend_dy -= 16;
+    }
+    *y += cv->legend_dy;
+    return cv->legend_x;
+}
+
+int ps__canvas_legend_text(ps__canvas *cv, const char *name, const char *text, double y)
+{
+    double w = ps__viz_text_width(text, 9) + 4;
+    double x = legend_place(cv, w, &y);
+    if (!ps__canvas_text(cv, name, "legend", x, y, text, 9, 'l'))
+        return PS_ENOMEM;
+    cv->legend_x = x + w + 10;
+    return 0;
+}
+
 int ps__canvas_legend(ps__canvas *cv, const char *key, const char *fill, const char *fill2,
                       const char *style, const char *text, double y)
 {
     char name[64];
-    double x = cv->legend_x;
+    double x = legend_place(cv, 17 + ps__viz_text_width(text, 9) + 4, &y);
     Agnode_t *n;
     snprintf(name, sizeof name, "legend.%s", key);
     if (!(n = ps__canvas_box(cv, name, "legend", x + 7, fill2 ? y + 3 : y, 14, fill2 ? 6 : 10)))
