@@ -300,6 +300,30 @@ JSON
     expect 0 "draw overlap" -- "$bin" draw --kind overlap --config "$tmp/moe.json" -o "$tmp/o.svg"
     is_svg "$tmp/o.svg" "draw overlap"
     contains "$tmp/o.svg" "overlap " "overlap title"
+    # Large timelines: a window, and the whole run as busy/idle bands.
+    big="-s interleaved -p 64 -v 2 -m 1024"
+    # shellcheck disable=SC2086
+    expect 0 "draw --overview, 64 ranks" -- "$bin" draw $big --overview -o "$tmp/ov.svg"
+    is_svg "$tmp/ov.svg" "draw --overview"
+    contains "$tmp/ov.svg" "overview: busy and idle bands per rank" "overview named in the title"
+    contains "$tmp/ov.svg" "rank 63 &#160;idle " "overview: every rank, with its idle fraction"
+    if grep -q "cut to stay small" "$tmp/ov.svg"; then
+        fail=$((fail + 1))
+        echo "FAIL: draw --overview was cut"
+    else
+        pass=$((pass + 1))
+    fi
+    # shellcheck disable=SC2086
+    expect 0 "draw --from --to" -- "$bin" draw $big --from 3000 --to 3100 -o "$tmp/win.svg"
+    contains "$tmp/win.svg" "window: time 3000&#45;3100 of 6333" "the window in the title"
+    expect 2 "draw --to below --from" -- "$bin" draw --from 5 --to 4 -o "$tmp/w2.svg"
+    contains "$tmp/err" "--to 4 must be above --from 5" "a reversed window named"
+    expect 2 "draw --overview of a dag" -- "$bin" draw --kind dag --overview -o "$tmp/w3.svg"
+    contains "$tmp/err" "apply to --kind timeline" "--overview on another kind refused"
+    expect 2 "draw --from past the end" -- "$bin" draw -s 1f1b -p 2 -m 2 --from 100 -o "$tmp/w4.svg"
+    contains "$tmp/err" "the window starts at 100, at or after the end of the run (9)" \
+        "a window after the run named"
+    absent "$tmp/w4.svg" "draw --from past the end"
     expect 2 "draw overlap bad stage" -- "$bin" draw --kind overlap --config "$tmp/moe.json" \
         --fstage 9 -o "$tmp/o2.svg"
 fi

@@ -609,6 +609,74 @@ START_TEST(viz_timeline_legend_width)
 }
 END_TEST
 
+/* A window draws only [from, to): every box inside it, the axis from `from`, the title naming
+ * it; an overview draws each lane as bands with its idle fraction, within the box budget. */
+START_TEST(viz_timeline_window_overview)
+{
+    fixture f = simulate("1f1b", 4, 1, 8); /* makespan 33 */
+    ps_viz_config cfg;
+    ps_viz_config_init(&cfg);
+    cfg.window_from = 10;
+    cfg.window_to = 20;
+    ps_viz *v;
+    ck_assert_int_eq(ps_viz_new(&v, &cfg, NULL), 0);
+    buf b = draw_timeline(v, &f);
+    svg g = parse(b.data);
+    const item *t0 = find(&g, "tick0");
+    ck_assert_ptr_nonnull(t0);
+    ck_assert_str_eq(t0->text, "10");
+    double x0 = INFINITY, x1 = -INFINITY;
+    for (size_t i = 0; i < g.n; i++)
+        if (!strncmp(g.it[i].title, "tick", 4)) {
+            x0 = fmin(x0, g.it[i].tx);
+            x1 = fmax(x1, g.it[i].tx);
+        }
+    size_t boxes = 0;
+    for (size_t i = 0; i < g.n; i++)
+        if (has_class(&g.it[i], "act") || has_class(&g.it[i], "idle")) {
+            boxes++;
+            ck_assert_msg(g.it[i].x0 >= x0 - 0.6 && g.it[i].x1 <= x1 + 0.6,
+                          "%s: [%g, %g] outside the window's axis [%g, %g]", g.it[i].title,
+                          g.it[i].x0, g.it[i].x1, x0, x1);
+        }
+    ck_assert(boxes > 0);
+    ck_assert_ptr_nonnull(strstr(b.data, "window: time 10&#45;20 of 33"));
+    free(g.it);
+    free(b.data);
+    ps_viz_free(v);
+    /* A window that starts after the run is refused. */
+    cfg.window_from = 40;
+    cfg.window_to = 0;
+    ck_assert_int_eq(ps_viz_new(&v, &cfg, NULL), 0);
+    b = (buf){0};
+    ck_assert_int_eq(ps_viz_timeline_svg(v, f.s, f.sim, buf_write, &b), PS_ERANGE);
+    ck_assert_int_eq(b.calls, 0);
+    ps_viz_free(v);
+    cfg.window_from = 5;
+    cfg.window_to = 4;
+    ck_assert_int_eq(ps_viz_new(&v, &cfg, NULL), PS_ERANGE);
+    /* The overview: bands, a lane label with the idle fraction (rank 0: 9 of 33 idle). */
+    ps_viz_config_init(&cfg);
+    cfg.overview = 1;
+    ck_assert_int_eq(ps_viz_new(&v, &cfg, NULL), 0);
+    b = draw_timeline(v, &f);
+    g = parse(b.data);
+    const item *lane0 = find(&g, "lane0");
+    ck_assert_ptr_nonnull(lane0);
+    ck_assert_msg(strstr(lane0->text, "idle 27.3%"), "lane0: %s", lane0->text);
+    size_t busy = 0;
+    for (size_t i = 0; i < g.n; i++) {
+        busy += has_class(&g.it[i], "busy");
+        ck_assert(!has_class(&g.it[i], "act"));
+    }
+    ck_assert(busy >= 4);
+    free(g.it);
+    free(b.data);
+    ps_viz_free(v);
+    release(&f);
+}
+END_TEST
+
 static const ps_plan_op step_ops[] = {
     {PS_OP_ATTN, 0, 0, 0, 0, 0, 1},     {PS_OP_COMBINE_B, 1, 1, 0, 3, 0, 0.5},
     {PS_OP_DISPATCH, 1, 0, 0, 0, 1, 2}, {PS_OP_MLP, 0, 0, 0, 0, 2, 3},
@@ -939,6 +1007,7 @@ int main(void)
     tcase_add_test(tc, viz_timeline_16x64);
     tcase_add_test(tc, viz_timeline_capped);
     tcase_add_loop_test(tc, viz_timeline_legend_width, 0, 3);
+    tcase_add_test(tc, viz_timeline_window_overview);
     suite_add_tcase(su, tc);
     tc = tcase_create("overlap");
     tcase_add_test(tc, viz_overlap_structure);

@@ -115,6 +115,9 @@ Agnode_t *ps__canvas_text(ps__canvas *cv, const char *name, const char *cls, dou
 /* The time axis from 0 to end at scale points per unit: labels "tick{k}" at y = bottom - 9, or
  * (grid) light vertical lines "grid{k}" from bottom to top. 0 or PS_ENOMEM. */
 int ps__canvas_axis(ps__canvas *cv, double end, double scale, double bottom, double top, int grid);
+/* ps__canvas_axis for the times [start, end], drawn from x = 0 at start. */
+int ps__canvas_axis_from(ps__canvas *cv, double start, double end, double scale, double bottom,
+                         double top, int grid);
 /* A legend entry at cv->legend_x on line y: a swatch (two halves when fill2 is set, fill above)
  * and its text; named "legend.{key}". 0 or PS_ENOMEM. */
 int ps__canvas_legend(ps__canvas *cv, const char *key, const char *fill, const char *fill2,

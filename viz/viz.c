@@ -189,7 +189,9 @@ int ps_viz_new(ps_viz **out, const ps_viz_config *cfg, const ps_allocator *alloc
     if (c.max_boxes < 1 || c.max_boxes > PS_VIZ_MAX_BOXES || c.max_lanes < 1 ||
         c.max_lanes > PS_VIZ_MAX_LANES || !(c.max_width >= 200 && c.max_width <= 1e6) ||
         c.max_dag_actions < 1 || c.max_dag_actions > PS_VIZ_MAX_DAG_ACTIONS ||
-        !unit_ok(c.time_unit, sizeof c.time_unit))
+        !unit_ok(c.time_unit, sizeof c.time_unit) || !(c.window_from >= 0) ||
+        !isfinite(c.window_from) || !(c.window_to == 0 || c.window_to > c.window_from) ||
+        !isfinite(c.window_to) || (c.overview != 0 && c.overview != 1))
         return PS_ERANGE;
     ps_allocator al = {default_alloc, NULL};
     if (alloc && alloc->fn)
@@ -601,14 +603,23 @@ Agnode_t *ps__canvas_text(ps__canvas *cv, const char *name, const char *cls, dou
 
 int ps__canvas_axis(ps__canvas *cv, double end, double scale, double bottom, double top, int grid)
 {
+    return ps__canvas_axis_from(cv, 0, end, scale, bottom, top, grid);
+}
+
+int ps__canvas_axis_from(ps__canvas *cv, double start, double end, double scale, double bottom,
+                         double top, int grid)
+{
     char name[32], text[32];
-    double step = ps__viz_tick_step(end, end * scale / 70 + 1), eps = 1e-9 * end;
+    double span = end - start;
+    double step = ps__viz_tick_step(span, span * scale / 70 + 1), eps = 1e-9 * span;
+    double first = ceil(start / step - 1e-9);
     int k = 0;
-    for (double t = 0; t <= end + eps; t = ++k * step) {
+    for (double t = start > 0 ? first * step : 0; t <= end + eps;
+         t = (start > 0 ? first * step : 0) + ++k * step) {
         Agnode_t *n;
         if (grid) {
             snprintf(name, sizeof name, "grid%d", k);
-            if (!(n = ps__canvas_box(cv, name, "grid", t * scale, (top + bottom) / 2, 1,
+            if (!(n = ps__canvas_box(cv, name, "grid", (t - start) * scale, (top + bottom) / 2, 1,
                                      top - bottom)))
                 return PS_ENOMEM;
             ps__viz_set(n, cv->fill, "#d8d8d8");
@@ -616,7 +627,7 @@ int ps__canvas_axis(ps__canvas *cv, double end, double scale, double bottom, dou
         } else {
             snprintf(name, sizeof name, "tick%d", k);
             ps__viz_num(t, text, sizeof text);
-            if (!ps__canvas_text(cv, name, "tick", t * scale, bottom - 9, text, 9, 'c'))
+            if (!ps__canvas_text(cv, name, "tick", (t - start) * scale, bottom - 9, text, 9, 'c'))
                 return PS_ENOMEM;
         }
     }

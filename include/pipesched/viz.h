@@ -55,6 +55,19 @@ typedef struct ps_viz_config {
      * abstract cost units, written without a unit. Printable ASCII without a backslash,
      * NUL-terminated within the array. */
     char time_unit[16];
+    /* Timeline: the time window drawn, [window_from, window_to) in the simulation's time
+     * (default 0 and 0: the whole run; window_to 0 or beyond the makespan: to the makespan).
+     * Actions that cross an end are drawn clipped to it; the axis starts at window_from and
+     * the title names the window. Finite, 0 <= window_from, and window_to 0 or above
+     * window_from. */
+    double window_from, window_to;
+    /* Timeline: 1 draws the whole window at a readable size (at most 1200 points wide) as
+     * per-rank busy/idle bands instead of one box per action: the busy stretches of a rank,
+     * with idle gaps shorter than a band's resolution merged into them, and the idle bands in
+     * grey (classes "busy" and "idle"); each lane's label gives the rank's idle fraction in
+     * the window. The box budget is not a cut in this mode: the resolution is chosen so that
+     * the bands fit it. 0 (the default): the detailed timeline. */
+    int overview;
 } ps_viz_config;
 
 /* Fills *cfg with the defaults above. */

@@ -29,6 +29,8 @@ typedef struct cli_opts {
     long long pp, vpp, m, group, extra_warmup, fstage, bstage;
     long long width; /* the timed table's rows, characters */
     double mem_limit, time_scale;
+    double from, to;          /* draw's time window */
+    int overview;             /* draw's bands */
     int format, method, kind; /* a ps_format, a PS_PLANNER_*, a CLI_KIND_* */
     int split_backward, timed, json, help;
     const char *file; /* the command's operand (check's FILE.csv) */

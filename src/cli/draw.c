@@ -112,11 +112,25 @@ static int draw_main(const cli_opts *o)
         fprintf(stderr, "pipesched: draw needs -o FILE.svg (- for stdout)\n");
         return EXIT_USAGE;
     }
+    int window = o->from >= 0 || o->to > 0 || o->overview;
+    if (window && o->kind >= 0 && o->kind != CLI_KIND_TIMELINE) {
+        fprintf(stderr, "pipesched: --from, --to and --overview apply to --kind timeline\n");
+        return EXIT_USAGE;
+    }
+    if (o->from >= 0 && o->to > 0 && o->to <= o->from) {
+        fprintf(stderr, "pipesched: --to %g must be above --from %g\n", o->to, o->from);
+        return EXIT_USAGE;
+    }
+    ps_viz_config cfg;
+    ps_viz_config_init(&cfg);
+    cfg.window_from = o->from >= 0 ? o->from : 0;
+    cfg.window_to = o->to > 0 ? o->to : 0;
+    cfg.overview = o->overview;
     ps_viz *viz = NULL;
     draw_out out = {o->output, NULL, 0};
     cli_job j;
     int rc, ex = cli_job_open(&j, o, 0);
-    if (!ex && (rc = ps_viz_new(&viz, NULL, NULL)))
+    if (!ex && (rc = ps_viz_new(&viz, &cfg, NULL)))
         ex = cli_report("draw", rc, NULL);
     if (!ex)
         ex = o->kind == CLI_KIND_OVERLAP ? draw_overlap(o, j.pb, j.s, viz, &out)
@@ -204,7 +218,8 @@ const cli_command cli_cmd_draw = {
     .usage = "pipesched draw [--kind timeline|overlap|dag] -o FILE.svg [OPTIONS]",
     .about = "Draws as SVG (Graphviz). timeline: the simulated schedule, one lane per rank, a box\n"
              "per action, the bubbles in grey; large timelines are cut to stay small and the\n"
-             "title says so. overlap: the fused pair that `pipesched plan` shows (--fstage,\n"
+             "title says so (--from/--to choose the window, --overview draws the whole run as\n"
+             "busy/idle bands). overlap: the fused pair that `pipesched plan` shows (--fstage,\n"
              "--bstage, --method) on the compute and communication streams, the exposed\n"
              "communication in red; needs a MoE model in the --config. dag: the dependencies of\n"
              "a small schedule (at most 400 actions) with its critical path. -o - writes to\n"
