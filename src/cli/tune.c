@@ -88,8 +88,8 @@ static int apply(ps_tune *t, int kind, int knob, const int32_t *v, size_t n, nam
         if (nm->by[knob] == kind)
             fprintf(stderr, "pipesched: %s names %s twice\n", kind_flag[kind], key);
         else
-            fprintf(stderr, "pipesched: %s is in both %s and %s: contradictory constraints\n",
-                    key, kind_flag[nm->by[knob]], kind_flag[kind]);
+            fprintf(stderr, "pipesched: %s is in both %s and %s: contradictory constraints\n", key,
+                    kind_flag[nm->by[knob]], kind_flag[kind]);
         return EXIT_USAGE;
     }
     nm->by[knob] = kind;
@@ -101,8 +101,9 @@ static int apply(ps_tune *t, int kind, int knob, const int32_t *v, size_t n, nam
     if (kind == MAX) {
         if (n != 1 || knob == PS_KNOB_SCHEDULE || knob == PS_KNOB_RECOMPUTE ||
             knob == PS_KNOB_PRECISION || knob == PS_KNOB_A2A || knob == PS_KNOB_DISTOPT) {
-            fprintf(stderr, "pipesched: --max takes one number of a numeric knob (tp, cp, pp, ep, "
-                            "etp, vpp, mbs); got %s\n",
+            fprintf(stderr,
+                    "pipesched: --max takes one number of a numeric knob (tp, cp, pp, ep, "
+                    "etp, vpp, mbs); got %s\n",
                     key);
             return EXIT_USAGE;
         }
@@ -183,8 +184,7 @@ static void knobs_text(FILE *f, const ps_transformer *m, const ps_tune_config *c
 {
     const int32_t *k = c->knob;
     char w[32];
-    fprintf(f, "tp%d cp%d pp%d vpp%d", k[PS_KNOB_TP], k[PS_KNOB_CP], k[PS_KNOB_PP],
-            k[PS_KNOB_VPP]);
+    fprintf(f, "tp%d cp%d pp%d vpp%d", k[PS_KNOB_TP], k[PS_KNOB_CP], k[PS_KNOB_PP], k[PS_KNOB_VPP]);
     if (m->experts > 0)
         fprintf(f, " ep%d etp%d %s", k[PS_KNOB_EP], k[PS_KNOB_ETP],
                 word(PS_KNOB_A2A, k[PS_KNOB_A2A], w));
@@ -269,8 +269,8 @@ static void print_reasons(FILE *f, const ps_tune *t)
 static void print_text(FILE *f, const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
                        const ps_tune *t, const ps_tune_stats *st)
 {
-    fprintf(f, "%s on %lld x %s, gbs %lld, seq %lld: memory limit %.2f GiB per device\n",
-            m->name, o->gpus, hw->name, o->gbs, o->seq, st->limit_gib);
+    fprintf(f, "%s on %lld x %s, gbs %lld, seq %lld: memory limit %.2f GiB per device\n", m->name,
+            o->gpus, hw->name, o->gbs, o->seq, st->limit_gib);
     print_search(f, st);
     fprintf(f, "\ntop %zu by step time:\n", ps_tune_top_count(t));
     print_rows(f, o, m, t, st, 0);
@@ -312,17 +312,17 @@ static void json_row(FILE *f, const cli_opts *o, const ps_transformer *m, const 
         else
             fprintf(f, "%d", r->config.knob[k]);
     }
-    fprintf(f,
-            "},\"dp\":%d,\"microbatches\":%d,\"step_time_s\":%.9g,\"tokens_per_s_per_gpu\":%.9g,"
-            "\"model_tflops_per_gpu\":%.9g,\"mfu\":%.9g,\"bubble_s\":%.9g,\"compute_s\":%.9g,"
-            "\"optimizer_s\":%.9g,\"exposed_s\":{",
-            e->dp, e->microbatches, e->step_time_s, e->tokens_per_s_per_gpu,
-            e->model_tflops_per_gpu, e->mfu, e->bubble_s, e->compute_s, e->optimizer_s);
+    fprintf(f, "},\"dp\":%d,\"microbatches\":%d,\"step_time_s\":%s,\"tokens_per_s_per_gpu\":%s,",
+            e->dp, e->microbatches, CLI_NUM(e->step_time_s), CLI_NUM(e->tokens_per_s_per_gpu));
+    fprintf(f, "\"model_tflops_per_gpu\":%s,\"mfu\":%s,\"bubble_s\":%s,\"compute_s\":%s,",
+            CLI_NUM(e->model_tflops_per_gpu), CLI_NUM(e->mfu), CLI_NUM(e->bubble_s),
+            CLI_NUM(e->compute_s));
+    fprintf(f, "\"optimizer_s\":%s,\"exposed_s\":{", CLI_NUM(e->optimizer_s));
     for (int k = 0; k < PS_COMM_KINDS; k++)
-        fprintf(f, "%s\"%s\":%.9g", k ? "," : "", comm_names[k], e->exposed_s[k]);
-    fprintf(f, "},\"peak_gib\":%.9g,\"peak_rank\":%d,\"headroom_gib\":%.9g,\"gap\":\"%s\","
-               "\"gap_s\":%.9g,\"command\":",
-            e->peak_gib, e->peak_rank, limit - e->peak_gib, ps_tune_gap_name(r->gap), r->gap_s);
+        fprintf(f, "%s\"%s\":%s", k ? "," : "", comm_names[k], CLI_NUM(e->exposed_s[k]));
+    fprintf(f, "},\"peak_gib\":%s,\"peak_rank\":%d,", CLI_NUM(e->peak_gib), e->peak_rank);
+    fprintf(f, "\"headroom_gib\":%s,\"gap\":\"%s\",\"gap_s\":%s,\"command\":",
+            CLI_NUM(limit - e->peak_gib), ps_tune_gap_name(r->gap), CLI_NUM(r->gap_s));
     char *cmd = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&cmd, &len);
@@ -343,14 +343,14 @@ static void print_json(FILE *f, const cli_opts *o, const ps_transformer *m, cons
 {
     fprintf(f,
             "{\"search\":{\"candidates\":%llu,\"rejected\":%llu,\"simulated\":%llu,\"failed\":%llu,"
-            "\"over_memory\":%llu,\"fitting\":%llu,\"pruned\":%llu,\"seconds\":%.6g,"
-            "\"candidates_per_s\":%.6g,\"simulated_per_s\":%.6g,\"threads\":%d},\n",
+            "\"over_memory\":%llu,\"fitting\":%llu,\"pruned\":%llu,\"seconds\":%s,"
+            "\"candidates_per_s\":%s,\"simulated_per_s\":%s,\"threads\":%d},\n",
             (unsigned long long)st->candidates, (unsigned long long)st->rejected,
             (unsigned long long)st->simulated, (unsigned long long)st->failed,
             (unsigned long long)st->over_memory, (unsigned long long)st->fitting,
-            (unsigned long long)st->pruned, st->seconds, st->candidates_per_s, st->simulated_per_s,
-            st->threads);
-    fprintf(f, "\"limit_gib\":%.9g,\n\"top\":[", st->limit_gib);
+            (unsigned long long)st->pruned, CLI_NUM(st->seconds), CLI_NUM(st->candidates_per_s),
+            CLI_NUM(st->simulated_per_s), st->threads);
+    fprintf(f, "\"limit_gib\":%s,\n\"top\":[", CLI_NUM(st->limit_gib));
     for (size_t i = 0; i < ps_tune_top_count(t); i++) {
         ps_tune_row r;
         ps_tune_top(t, i, &r);
@@ -406,8 +406,9 @@ static int outputs(const cli_opts *o, const ps_transformer *m, const ps_hardware
     ps_tune_stats st;
     ps_tune_stats_get(t, &st);
     if (st.bound_breaks)
-        fprintf(stderr, "pipesched: tune: warning: %llu simulated steps below their lower bound "
-                        "(a bug: please report it; rerun with --no-prune)\n",
+        fprintf(stderr,
+                "pipesched: tune: warning: %llu simulated steps below their lower bound "
+                "(a bug: please report it; rerun with --no-prune)\n",
                 (unsigned long long)st.bound_breaks);
     int ex = o->csv ? cli_write_out(o->csv, write_csv_file, t) : EXIT_OK;
     if (ex)
