@@ -651,6 +651,64 @@ START_TEST(exec_bad_token)
 }
 END_TEST
 
+/* A host that completes its first action over and over fills the completion queue:
+ * ps_exec_complete() then returns PS_ERANGE, which exec.h must list among its returns, and the
+ * run stops with PS_EHOST. */
+static int flood_rc;
+static int flood_compute(ps_exec *x, const ps_action *a, int rank, uint64_t tok, void *ud)
+{
+    (void)a, (void)rank, (void)ud;
+    for (int i = 0; i < 100000 && !flood_rc; i++)
+        flood_rc = ps_exec_complete(x, tok, 0);
+    return 0;
+}
+
+/* The comment block right above the declaration of fn in exec.h. */
+static void exec_doc_of(const char *fn, char *out, size_t n)
+{
+    size_t len;
+    char *h = test_read_file("../include/pipesched/exec.h", &len);
+    char decl[128];
+    snprintf(decl, sizeof decl, "PS_EXTERN int %s(", fn);
+    char *d = strstr(h, decl);
+    ck_assert_ptr_nonnull(d);
+    char *open = d;
+    while (open > h && strncmp(open, "/*", 2) != 0)
+        open--;
+    size_t k = (size_t)(d - open) < n - 1 ? (size_t)(d - open) : n - 1;
+    memcpy(out, open, k);
+    out[k] = 0;
+    free(h);
+}
+
+START_TEST(exec_complete_queue_full)
+{
+    ps_schedule *s = make_schedule("1f1b", 2, 0, 2, NULL);
+    uv_loop_t loop;
+    host h;
+    host_init(&h, 0);
+    ck_assert_int_eq(uv_loop_init(&loop), 0);
+    ps_exec_config cfg;
+    config_for(&cfg, &h);
+    cfg.compute = flood_compute;
+    cfg.on_done = keep_msg;
+    ps_exec *x;
+    flood_rc = 0;
+    ck_assert_int_eq(ps_exec_new(&x, &loop, s, &cfg, NULL), 0);
+    h.x = x;
+    ck_assert_int_eq(ps_exec_start(x), 0);
+    run_and_close(&loop, x, &h);
+    ck_assert_int_eq(flood_rc, PS_ERANGE);
+    ck_assert_int_eq(h.done_status, PS_EHOST);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    ps_schedule_free(s);
+    char doc[2048];
+    exec_doc_of("ps_exec_complete", doc, sizeof doc);
+    ck_assert_msg(strstr(doc, "PS_ERANGE"), "exec.h does not list PS_ERANGE for "
+                  "ps_exec_complete():\n%s", doc);
+}
+END_TEST
+
 START_TEST(exec_alloc_failure)
 {
     ps_problem *pb;
@@ -859,6 +917,7 @@ static Suite *exec_suite(void)
     tcase_add_loop_test(tc, exec_cancel, 0, 2);
     tcase_add_test(tc, exec_close_running);
     tcase_add_test(tc, exec_bad_token);
+    tcase_add_test(tc, exec_complete_queue_full);
     suite_add_tcase(s, tc);
     tc = tcase_create("exec_errors");
     tcase_set_timeout(tc, 20);

@@ -105,8 +105,10 @@ PS_EXTERN int ps_exec_start(ps_exec *x);
 /*
  * Reports the end of the work of token (status 0 = success; non-zero stops the run with
  * PS_EHOST). Thread-safe: the completion is queued and handled on the loop thread. Returns 0,
- * PS_EINVAL (x NULL or token 0) or PS_ESTATE (the run stopped: ignored). Must not be called
- * once ps_exec_close() was called.
+ * PS_EINVAL (x NULL or token 0), PS_ESTATE (the run stopped: ignored) or PS_ERANGE (the
+ * completion queue is full: more completions than outstanding actions, a host bug; the
+ * completion is dropped and the run stops with PS_EHOST). Must not be called once
+ * ps_exec_close() was called.
  */
 PS_EXTERN int ps_exec_complete(ps_exec *x, uint64_t token, int status);
 
