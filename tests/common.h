@@ -9,6 +9,7 @@
 #include <pipesched/pipesched.h>
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,27 +21,50 @@ typedef struct counting_alloc {
     size_t bytes; /* bytes currently allocated */
 } counting_alloc;
 
+/*
+ * The allocator contract (pipesched.h, Lua's lua_Alloc): a free or a resize passes the block's
+ * size as osize. Every block of the counting allocator carries its size in a header in front
+ * of it, and every free and resize checks osize against it: a wrong size fails the test on the
+ * spot, naming both sizes, in every suite that uses the allocator.
+ */
+#define COUNTING_HEADER 16 /* keeps the block aligned as malloc's (max_align_t) */
+
+static inline void counting_check_size(void *ptr, size_t osize)
+{
+    size_t had;
+    memcpy(&had, (char *)ptr - COUNTING_HEADER, sizeof had);
+    if (had != osize)
+        ck_abort_msg("allocator contract broken: a block of %zu bytes freed or resized with "
+                     "osize %zu",
+                     had, osize);
+}
+
 static inline void *counting_fn(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     counting_alloc *c = ud;
+    if (ptr)
+        counting_check_size(ptr, osize);
     if (nsize == 0) {
         if (ptr) {
             c->live--;
             c->bytes -= osize;
-            free(ptr);
+            free((char *)ptr - COUNTING_HEADER);
         }
         return NULL;
     }
     c->calls++;
     if (c->fail_at && c->calls == c->fail_at)
         return NULL;
-    void *p = realloc(ptr, nsize);
-    if (p) {
-        if (!ptr)
-            c->live++;
-        c->bytes += nsize - (ptr ? osize : 0);
-    }
-    return p;
+    if (nsize > SIZE_MAX - COUNTING_HEADER)
+        return NULL;
+    char *p = realloc(ptr ? (char *)ptr - COUNTING_HEADER : NULL, nsize + COUNTING_HEADER);
+    if (!p)
+        return NULL;
+    memcpy(p, &nsize, sizeof nsize);
+    if (!ptr)
+        c->live++;
+    c->bytes += nsize - (ptr ? osize : 0);
+    return p + COUNTING_HEADER;
 }
 
 static inline ps_allocator counting_allocator(counting_alloc *c)

@@ -890,6 +890,23 @@ static void check_alloc_failures(const char *text, size_t len, int lowered)
     ck_assert(succeeded);
 }
 
+/* A load that fails after its fill pass (a stage found on a second rank) frees its per-rank
+ * counts with the size they were allocated with: the counting allocator checks every osize. */
+START_TEST(csv_fail_after_fill_frees_exact_sizes)
+{
+    counting_alloc c = {0, 0, 0, 0};
+    ps_allocator al = counting_allocator(&c);
+    ps_schedule *s = NULL;
+    ck_assert_int_eq(ps_schedule_new(&s, &al), 0);
+    const char *text = "0F0,1F0\n1F1\n";
+    ck_assert_int_eq(ps_schedule_load_csv(s, text, strlen(text), PS_CSV_AUTO, 0), PS_EINVALID);
+    ck_assert_ptr_nonnull(strstr(ps_schedule_last_error(s), "stage 1 is on rank 1 here"));
+    ps_schedule_free(s);
+    ck_assert_int_eq(c.live, 0);
+    ck_assert_uint_eq(c.bytes, 0);
+}
+END_TEST
+
 START_TEST(csv_alloc_failure)
 {
     size_t len;
@@ -965,6 +982,7 @@ static Suite *csv_suite(void)
 
     tc = tcase_create("alloc");
     tcase_add_test(tc, csv_alloc_failure);
+    tcase_add_test(tc, csv_fail_after_fill_frees_exact_sizes);
     suite_add_tcase(su, tc);
     return su;
 }

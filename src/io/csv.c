@@ -35,6 +35,8 @@ typedef struct loader {
     int32_t max_stage, max_mb;
     int lowered;
     int64_t *caps, *lcaps;  /* per-rank counts of compute and of all actions */
+    size_t ncaps;           /* entries of the caps block, for its free: every walk recounts
+                             * rows, and one that stops early (find_cell) leaves it smaller */
     int32_t want_stage;     /* the stage find_cell() looks for */
     int32_t *mb_lo, *mb_hi; /* per micro-batch, the lowest and highest stage it runs on */
     int32_t span_m;
@@ -373,6 +375,7 @@ static int load(loader *ld)
     ld->caps = ps__calloc(&s->al, 2 * (size_t)ld->rows, sizeof *ld->caps);
     if (!ld->caps)
         return oom(ld);
+    ld->ncaps = 2 * (size_t)ld->rows;
     ld->lcaps = ld->caps + ld->rows;
     walk(ld, count_cell);
     ld->span_m = m;
@@ -457,7 +460,7 @@ int ps_schedule_load_csv(ps_schedule *s, const char *text, size_t len, ps_csv_fo
     else
         rc = load(&ld);
     if (ld.caps)
-        ps__free(&s->al, ld.caps, 2 * (size_t)ld.rows, sizeof *ld.caps);
+        ps__free(&s->al, ld.caps, ld.ncaps, sizeof *ld.caps);
     if (ld.mb_lo)
         ps__free(&s->al, ld.mb_lo, 2 * (size_t)ld.span_m, sizeof *ld.mb_lo);
     if (rc) {
