@@ -397,11 +397,16 @@ static void export_metrics(out *o, const ps_schedule *s, const ps_sim *sim)
 
 /* ---- CSV ------------------------------------------------------------------------------ */
 
+/* One line per rank. A rank with no actions is written as "," (two empty cells) rather than
+ * as an empty line: the loader counts rows up to the last non-blank line, so an empty line
+ * for an idle last rank would be read as a trailing blank line and the rank lost. */
 static void export_csv(out *o, const ps_schedule *s, const ps_action *acts, const int64_t *off,
                        const int64_t *len)
 {
     char name[96];
     for (int32_t r = 0; r < s->pp; r++) {
+        if (len[r] == 0)
+            put(o, ",", 1);
         for (int64_t i = 0; i < len[r]; i++) {
             if (i)
                 put(o, ",", 1);
