@@ -515,6 +515,40 @@ START_TEST(sim_moe_plans_kept_across_runs)
 }
 END_TEST
 
+/* A duration far below c is absorbed into the times (1 + 1e-300 == 1): a rank's span then
+ * comes out shorter than its busy time, and span - busy was a negative idle. Idle and the
+ * bubble are never negative, nor is the bubble ratio outside [0, 1], over several tiny and
+ * huge cost mixes and every family that takes them. */
+START_TEST(sim_idle_never_negative)
+{
+    static const double costs[][4] = {
+        {1e-300, 0, 0, 1}, {1e-300, 1e-300, 1e-300, 1}, {1e-20, 1e-20, 0, 1e6}, {4.9e-324, 0, 0, 1}};
+    static const char *const fams[] = {"adaptive", "1f1b", "zb-h1", "dualpipev", "gpipe"};
+    for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
+        for (size_t c = 0; c < sizeof costs / sizeof costs[0]; c++) {
+            ps_problem *pb = make_problem(fams[f], f == 3 ? 2 : 3, f == 3 ? 2 : 1, f == 3 ? 4 : 2,
+                                          costs[c][0], costs[c][1], costs[c][2], costs[c][3]);
+            ps_schedule *s;
+            ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+            ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+            ps_sim *sim;
+            ps_metrics m = simulate(s, pb, &sim);
+            ck_assert(m.bubble >= 0);
+            ck_assert(m.bubble_ratio >= 0 && m.bubble_ratio <= 1);
+            for (int r = 0; r < ps_schedule_pp(s); r++) {
+                ps_rank_metrics rm;
+                ck_assert_int_eq(ps_sim_rank_metrics(sim, r, &rm), 0);
+                ck_assert_msg(rm.idle >= 0, "%s costs %zu rank %d: idle %g (span %g, busy %g)",
+                              fams[f], c, r, rm.idle, rm.span, rm.busy);
+            }
+            ps_sim_free(sim);
+            ps_schedule_free(s);
+            ps_problem_free(pb);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sim");
@@ -528,6 +562,7 @@ int main(void)
     tcase_add_test(tc, sim_stale_after_regeneration);
     tcase_add_test(tc, sim_critical_transfers_by_hand);
     tcase_add_loop_test(tc, sim_critical_transfers_bounds, 0, (int)ps_family_count());
+    tcase_add_test(tc, sim_idle_never_negative);
     suite_add_tcase(su, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, sim_errors);

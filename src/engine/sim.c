@@ -396,7 +396,9 @@ static void compute_metrics(ps_sim *sim, const ps_schedule *s)
     }
     sim->metrics.makespan = makespan;
     sim->metrics.bubble = bubble;
-    sim->metrics.bubble_ratio = makespan > 0 ? 1.0 - busy / ((double)s->pp * makespan) : 0.0;
+    /* busy / (pp makespan) can exceed 1 by the same absorption (see ps_sim_rank_metrics) */
+    double ratio = makespan > 0 ? 1.0 - busy / ((double)s->pp * makespan) : 0.0;
+    sim->metrics.bubble_ratio = ratio > 0 ? ratio : 0.0;
     sim->metrics.pp = s->pp;
 }
 
@@ -610,7 +612,11 @@ int ps_sim_rank_metrics(const ps_sim *sim, int rank, ps_rank_metrics *out)
     } else {
         out->span = 0.0;
     }
-    out->idle = out->span - out->busy;
+    /* span and busy are exact sums of the same durations but in different orders: a
+     * duration far below the times around it (f = 1e-300 next to c = 1) is absorbed into the
+     * span (1 + 1e-300 == 1) and not into busy, so the difference can come out below 0 by
+     * rounding. The rank is never idle for less than no time. */
+    out->idle = out->span > out->busy ? out->span - out->busy : 0.0;
     out->peak_activations = sim->rank_live_peak[rank];
     out->peak_memory = sim->rank_mem_peak[rank];
     out->param_copies = s->param_copies;
