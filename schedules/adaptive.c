@@ -53,7 +53,7 @@
 
 int ps__adaptive_check(const ps__params *p, char *why)
 {
-    if (ps__interleaved_check(p, why) == 0)
+    if (ps__interleaved_table_check(p, why) == 0)
         return 0;
     char inner[PS__ERRLEN];
     snprintf(inner, sizeof inner, "%s", why);

@@ -17,8 +17,47 @@
 #include "schedules.h"
 
 #include <stdio.h>
+#include <string.h>
 
-int ps__interleaved_check(const ps__params *p, char *why)
+/* 1 when the rounds rule (interleaved-rounds) accepts m: m a multiple of max(1, m // pp). */
+static int rounds_accept(int32_t m, int32_t pp)
+{
+    int32_t rounds = m / pp > 1 ? m / pp : 1;
+    return m % rounds == 0;
+}
+
+/* The smallest group size in [pp, m] that Megatron's rule accepts for m (m itself always
+ * does when m >= pp); 0 when m < pp. */
+static int32_t fitting_group(int32_t m, int32_t pp)
+{
+    for (int32_t g = pp; g < m; g++)
+        if (m % g == 0 || m % g >= pp)
+            return g;
+    return m >= pp ? m : 0;
+}
+
+/* Appends to why what accepts m instead: a group size (the interleaved and adaptive families
+ * take --group-size / group_size) and, for interleaved itself, the rounds rule of
+ * interleaved-rounds (PyTorch's ScheduleInterleaved1F1B), which adaptive does not run. */
+static void hint(const ps__params *p, char *why)
+{
+    size_t n = strlen(why);
+    int32_t g = fitting_group(p->m, p->p);
+    int rounds = rounds_accept(p->m, p->p);
+    if (g && rounds)
+        snprintf(why + n, PS__ERRLEN - n,
+                 "; group_size (--group-size) %d accepts m=%d, and so does interleaved-rounds "
+                 "(PyTorch's rule)",
+                 (int)g, (int)p->m);
+    else if (g)
+        snprintf(why + n, PS__ERRLEN - n, "; group_size (--group-size) %d accepts m=%d", (int)g,
+                 (int)p->m);
+    else if (rounds)
+        snprintf(why + n, PS__ERRLEN - n, "; interleaved-rounds (PyTorch's rule) accepts m=%d",
+                 (int)p->m);
+}
+
+static int interleaved_rule(const ps__params *p, char *why)
 {
     if (p->v == 1)
         return 0;
@@ -44,13 +83,47 @@ int ps__interleaved_check(const ps__params *p, char *why)
     return 0;
 }
 
+int ps__interleaved_check(const ps__params *p, char *why)
+{
+    if (interleaved_rule(p, why) == 0)
+        return 0;
+    hint(p, why);
+    return -1;
+}
+
+/* Adaptive runs interleaved's table: the same rule, with only the group size as a way out. */
+int ps__interleaved_table_check(const ps__params *p, char *why)
+{
+    if (interleaved_rule(p, why) == 0)
+        return 0;
+    size_t n = strlen(why);
+    int32_t g = fitting_group(p->m, p->p);
+    if (g)
+        snprintf(why + n, PS__ERRLEN - n, "; group_size (--group-size) %d accepts m=%d", (int)g,
+                 (int)p->m);
+    return -1;
+}
+
 int ps__rounds_check(const ps__params *p, const char *family, char *why)
 {
     int32_t rounds = ps__rounds(p);
     if (p->m % rounds) {
-        snprintf(why, PS__ERRLEN,
-                 "%s needs m to be a multiple of rounds = max(1, m // pp) = %d; got m=%d, pp=%d",
-                 family, rounds, p->m, p->p);
+        int n = snprintf(why, PS__ERRLEN,
+                         "%s needs m to be a multiple of rounds = max(1, m // pp) = %d; got m=%d, "
+                         "pp=%d",
+                         family, rounds, p->m, p->p);
+        /* the nearest m on either side that the rule accepts */
+        int32_t lo = p->m - 1, hi = p->m + 1;
+        while (lo > 0 && !rounds_accept(lo, p->p))
+            lo--;
+        while (!rounds_accept(hi, p->p))
+            hi++;
+        if (n > 0 && n < PS__ERRLEN)
+            snprintf(why + n, PS__ERRLEN - (size_t)n, " (m=%d or m=%d fit%s)", (int)lo, (int)hi,
+                     strcmp(family, "interleaved-rounds") == 0
+                         ? "; interleaved (Megatron's rule) takes any m >= pp with a suitable "
+                           "--group-size"
+                         : "");
         return -1;
     }
     return 0;

@@ -21,13 +21,18 @@ const ps__family ps__families[] = {
     ROW(1f1b, "1f1b", "1F1B,Schedule1F1B,pipedream-flush",
         "one-forward-one-backward after a warm-up of min(p-r-1, m) forwards", "vpp = 1; any m >= 1",
         PS__PLACE_LOOP, 1, 2, 0, 0),
-    ROW(interleaved, "interleaved",
-        "Interleaved1F1B,ScheduleInterleaved1F1B,megatron-interleaved,vpp",
+    /* PyTorch's ScheduleInterleaved1F1B (get_schedule_class name "Interleaved1F1B") follows the
+     * rounds rule, so its names belong to interleaved-rounds; Megatron's rule has no class name
+     * (forward_backward_pipelining_with_interleaving). Checked against upstream: ScheduleGPipe,
+     * Schedule1F1B, ScheduleLoopedBFS, ScheduleInterleavedZeroBubble (its docstring: ZB1P),
+     * ScheduleZBVZeroBubble and ScheduleDualPipeV name the families below. */
+    ROW(interleaved, "interleaved", "megatron-interleaved,vpp",
         "Megatron interleaved 1F1B: loop placement, warm-up 2(p-r-1)+(v-1)G",
         "vpp > 1 needs pp <= group_size <= m and m mod group_size = 0 or >= pp "
         "(group_size defaults to pp); vpp = 1 is 1F1B",
         PS__PLACE_LOOP, 0, 2, PS__OPT_GROUP, 0),
-    ROW(interleaved_rounds, "interleaved-rounds", "pytorch-interleaved,flexible-interleaved",
+    ROW(interleaved_rounds, "interleaved-rounds",
+        "Interleaved1F1B,ScheduleInterleaved1F1B,pytorch-interleaved,flexible-interleaved",
         "PyTorch's relaxed interleaved 1F1B: rounds = max(1, m//p), warm-up "
         "(v-1)(m/rounds)+2(p-r-1)",
         "m mod max(1, m // pp) = 0", PS__PLACE_LOOP, 0, 2, 0, 0),

@@ -114,6 +114,9 @@ static inline int32_t ps__rounds(const ps__params *p)
 
 /* Their shared constraint, m a multiple of rounds, with the reason in why (interleaved.c). */
 int ps__rounds_check(const ps__params *p, const char *family, char *why);
+/* Megatron's interleaved rule for a family that runs its table (adaptive): the reason in why,
+ * with the group size that would accept m. */
+int ps__interleaved_table_check(const ps__params *p, char *why);
 
 /* Shared by zb-h1 (c = 1) and zb-h2 (c = 2): see zb_h1.c. */
 void ps__zb_h_emit(ps_schedule *s, const ps__params *p, int32_t c);

@@ -291,6 +291,8 @@ START_TEST(config_schedule_alias)
 {
     ps_problem *pb = new_problem();
     ck_assert_int_eq(load(pb, "{\"schedule\": \"Interleaved1F1B\"}"), 0);
+    ck_assert_str_eq(ps_problem_schedule(pb), "interleaved-rounds");
+    ck_assert_int_eq(load(pb, "{\"schedule\": \"megatron-interleaved\"}"), 0);
     ck_assert_str_eq(ps_problem_schedule(pb), "interleaved");
     ck_assert_int_eq(load(pb, "{\"schedule\": \"GPIPE\"}"), 0);
     ck_assert_str_eq(ps_problem_schedule(pb), "gpipe");

@@ -190,7 +190,8 @@ START_TEST(schedule_rejections_explain)
 {
     char msg[PS_MAX_PP];
     ck_assert_int_eq(try_gen("interleaved", 4, 2, 3, 0, msg, sizeof msg), PS_EUNSUPPORTED);
-    ck_assert_str_eq(msg, "interleaved needs m >= pp when vpp > 1; got m=3, pp=4");
+    ck_assert_str_eq(msg, "interleaved needs m >= pp when vpp > 1; got m=3, pp=4; "
+                          "interleaved-rounds (PyTorch's rule) accepts m=3");
     ck_assert_int_eq(try_gen("interleaved", 4, 2, 9, 0, msg, sizeof msg), PS_EUNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(msg, "m mod group_size"));
     ck_assert_ptr_nonnull(strstr(msg, "m=9, group_size=4, m mod group_size=1, pp=4"));
@@ -251,12 +252,50 @@ START_TEST(schedule_stage_costs_must_match)
 }
 END_TEST
 
+/* PyTorch's names (ScheduleInterleaved1F1B, get_schedule_class's "Interleaved1F1B") select
+ * the rounds rule, as PyTorch's class runs it: m = 6 or 10 with p = 4, v = 2, which Megatron's
+ * rule refuses, and a warm-up of 2(p-r-1) forwards with v = 1. Megatron's refusals say what
+ * accepts m instead. */
+START_TEST(schedule_pytorch_interleaved_alias)
+{
+    char msg[PS_MAX_PP];
+    for (int m = 6; m <= 10; m += 4) {
+        ck_assert_int_eq(try_gen("ScheduleInterleaved1F1B", 4, 2, m, 0, msg, sizeof msg), 0);
+        ck_assert_int_eq(try_gen("Interleaved1F1B", 4, 2, m, 0, msg, sizeof msg), 0);
+        ck_assert_int_eq(try_gen("interleaved", 4, 2, m, 0, msg, sizeof msg), PS_EUNSUPPORTED);
+        char want[128];
+        snprintf(want, sizeof want, "; group_size (--group-size) %d accepts m=%d, and so does "
+                 "interleaved-rounds (PyTorch's rule)", m == 6 ? 6 : 5, m);
+        ck_assert_msg(strstr(msg, want), "%s", msg);
+    }
+    ck_assert_int_eq(try_gen("interleaved", 4, 2, 10, 5, msg, sizeof msg), 0);
+    ck_assert_int_eq(try_gen("adaptive", 4, 2, 10, 0, msg, sizeof msg), PS_EUNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(msg, "; group_size (--group-size) 5 accepts m=10"));
+    ck_assert_ptr_null(strstr(msg, "interleaved-rounds"));
+    ck_assert_int_eq(try_gen("interleaved-rounds", 4, 2, 9, 0, msg, sizeof msg), PS_EUNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(msg, "(m=8 or m=10 fit; interleaved (Megatron's rule)"));
+    /* v = 1: PyTorch keeps the factor 2 of the warm-up: rank 0 of 4 runs 6 warm-up forwards,
+     * then steps of one forward and one backward (Megatron's rule: 3 warm-up forwards) */
+    ps_problem *pb = make_problem("ScheduleInterleaved1F1B", 4, 1, 8, 1, 1, 0, 0);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    char buf[512];
+    rank_string(s, 0, buf, sizeof buf);
+    ck_assert_str_eq(buf, "0F0 0F1 0F2 0F3 0F4 0F5 0F6 0B0 0F7 0B1 0B2 0B3 0B4 0B5 0B6 0B7");
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
 START_TEST(schedule_registry_lookup)
 {
     ps_family_info fi;
     ck_assert_int_ge(ps_family_lookup("Interleaved1F1B", &fi), 0);
-    ck_assert_str_eq(fi.name, "interleaved");
+    ck_assert_str_eq(fi.name, "interleaved-rounds");
     ck_assert_int_ge(ps_family_lookup("INTERLEAVED1F1B", &fi), 0);
+    ck_assert_str_eq(fi.name, "interleaved-rounds");
+    ck_assert_int_ge(ps_family_lookup("megatron-interleaved", &fi), 0);
     ck_assert_str_eq(fi.name, "interleaved");
     ck_assert_int_ge(ps_family_lookup("gpipe", &fi), 0);
     ck_assert_str_eq(fi.name, "gpipe");
@@ -466,6 +505,7 @@ int main(void)
     tcase_add_test(tc, schedule_rejections_explain);
     tcase_add_test(tc, schedule_limits_refused_before_allocation);
     tcase_add_test(tc, schedule_registry_lookup);
+    tcase_add_test(tc, schedule_pytorch_interleaved_alias);
     tcase_add_test(tc, schedule_stage_costs_must_match);
     tcase_add_test(tc, schedule_null_arguments);
     tcase_add_test(tc, schedule_costs_string);
