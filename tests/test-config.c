@@ -287,6 +287,65 @@ START_TEST(config_partial_keeps_others)
 }
 END_TEST
 
+/* cJSON allocates through its own process-wide hooks; one that fails makes cJSON return NULL
+ * as for a syntax error. A well-formed file must then read as out of memory (PS_ENOMEM, exit
+ * status 3 in the CLI), not as "malformed JSON" at some column; a malformed one still reads as
+ * malformed, and texts that cJSON refuses are never taken for an allocation failure. The
+ * hooks are set only here (the suite runs its tests one at a time) and restored. */
+static long cjson_fail_after = -1;
+static void *cjson_failing_malloc(size_t n)
+{
+    if (cjson_fail_after == 0)
+        return NULL;
+    if (cjson_fail_after > 0)
+        cjson_fail_after--;
+    return malloc(n);
+}
+
+START_TEST(config_cjson_out_of_memory)
+{
+    ps_problem *pb = new_problem();
+    const char *good = "{\"schedule\": \"1f1b\", \"pp\": 4, \"microbatches\": 8}";
+    cJSON_Hooks h = {cjson_failing_malloc, free};
+    cJSON_InitHooks(&h);
+    for (long k = 0; k < 6; k++) {
+        cjson_fail_after = k;
+        int rc = load(pb, good);
+        ck_assert_msg(rc == PS_ENOMEM, "failing allocation %ld: %d %s", k, rc,
+                      ps_problem_last_error(pb));
+        ck_assert_ptr_nonnull(strstr(ps_problem_last_error(pb), "out of memory"));
+    }
+    cjson_fail_after = 0;
+    ck_assert_int_eq(load(pb, "{\"pp\": 4,, }"), PS_EPARSE);
+    ck_assert_ptr_nonnull(strstr(ps_problem_last_error(pb), "malformed JSON"));
+    cjson_fail_after = -1;
+    cJSON_InitHooks(NULL);
+    ck_assert_int_eq(load(pb, good), 0);
+    /* What cJSON refuses, the recogniser refuses too: a syntax error stays PS_EPARSE. */
+    static const char *const bad[] = {
+        "{\"a\": \"\\ud800\"}", "{\"a\": \"\\udc00x\"}", "{\"a\": \"\\ud800\\u0041\"}",
+        "{\"a\": -}", "{\"a\": [1,]}", "{\"a\" 1}", "{1: 2}", "{\"a\": tru}", "{\"a\": \"\\x\"}",
+        "{\"a\": \"\\u12g4\"}", "{\"a\": [1 2]}", "{\"a\": {\"b\": 1}", "[", "{\"a\": \"x}"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        int rc = load(pb, bad[k]);
+        ck_assert_msg(rc != PS_ENOMEM, "%s read as out of memory", bad[k]);
+    }
+    char deep[2100];
+    size_t n = 0;
+    deep[n++] = '{';
+    memcpy(deep + n, "\"a\":", 4);
+    n += 4;
+    for (int d = 0; d < 1000; d++)
+        deep[n++] = '[';
+    for (int d = 0; d < 1000; d++)
+        deep[n++] = ']';
+    deep[n++] = '}';
+    deep[n] = 0;
+    ck_assert_int_eq(load(pb, deep), PS_EPARSE); /* beyond cJSON's nesting limit */
+    ps_problem_free(pb);
+}
+END_TEST
+
 START_TEST(config_schedule_alias)
 {
     ps_problem *pb = new_problem();
@@ -2539,6 +2598,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, config_absent_keys_keep_values);
     tcase_add_test(tc, config_partial_keeps_others);
     tcase_add_test(tc, config_schedule_alias);
+    tcase_add_test(tc, config_cjson_out_of_memory);
     tcase_add_test(tc, config_fb_negative_is_default);
     tcase_add_test(tc, config_limits_inclusive);
     tcase_add_test(tc, config_not_nul_terminated);

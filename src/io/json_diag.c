@@ -60,6 +60,171 @@ static size_t find_nul_escape(const char *text, size_t len)
     return len;
 }
 
+/*
+ * cJSON allocates through process-wide hooks (cJSON_InitHooks) that carry no user pointer and
+ * whose free passes no size, so they cannot reach a handle's allocator; setting them from the
+ * library would also race with other threads parsing and override the host's own cJSON hooks.
+ * pipesched leaves them alone. What it must not do is report cJSON's out-of-memory as a syntax
+ * error: cJSON returns NULL for both, so a failed parse is checked again by the strict,
+ * allocation-free recogniser below. When it finds the text well-formed, cJSON can only have
+ * failed for want of memory (PS_ENOMEM). The recogniser is stricter than cJSON wherever they
+ * differ (RFC 8259 numbers and whitespace, no raw control characters, no lone surrogates,
+ * nesting below cJSON's limit of 1000), so a malformed text is never taken for an
+ * allocation failure.
+ */
+#define WF_MAX_DEPTH 999
+
+typedef struct wf {
+    const char *t;
+    size_t n, i;
+} wf;
+
+static void wf_space(wf *w)
+{
+    while (w->i < w->n && is_space(w->t[w->i]))
+        w->i++;
+}
+
+static int wf_hex4(wf *w, unsigned *out)
+{
+    unsigned v = 0;
+    if (w->n - w->i < 4)
+        return 0;
+    for (int k = 0; k < 4; k++) {
+        char c = w->t[w->i++];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (unsigned)(c - 'A' + 10);
+        else
+            return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int wf_string(wf *w)
+{
+    w->i++; /* the opening quote */
+    while (w->i < w->n) {
+        unsigned char c = (unsigned char)w->t[w->i++];
+        if (c == '"')
+            return 1;
+        if (c < 0x20)
+            return 0;
+        if (c != '\\')
+            continue;
+        if (w->i >= w->n)
+            return 0;
+        c = (unsigned char)w->t[w->i++];
+        if (strchr("\"\\/bfnrt", c) && c)
+            continue;
+        unsigned u, lo;
+        if (c != 'u' || !wf_hex4(w, &u) || (u >= 0xDC00 && u <= 0xDFFF))
+            return 0;
+        if (u >= 0xD800 && u <= 0xDBFF) { /* a high surrogate needs its low half */
+            if (w->n - w->i < 2 || w->t[w->i] != '\\' || w->t[w->i + 1] != 'u')
+                return 0;
+            w->i += 2;
+            if (!wf_hex4(w, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+                return 0;
+        }
+    }
+    return 0;
+}
+
+static int wf_digits(wf *w)
+{
+    size_t at = w->i;
+    while (w->i < w->n && w->t[w->i] >= '0' && w->t[w->i] <= '9')
+        w->i++;
+    return w->i > at;
+}
+
+static int wf_number(wf *w)
+{
+    if (w->t[w->i] == '-')
+        w->i++;
+    if (w->i < w->n && w->t[w->i] == '0')
+        w->i++;
+    else if (!wf_digits(w))
+        return 0;
+    if (w->i < w->n && w->t[w->i] == '.') {
+        w->i++;
+        if (!wf_digits(w))
+            return 0;
+    }
+    if (w->i < w->n && (w->t[w->i] == 'e' || w->t[w->i] == 'E')) {
+        w->i++;
+        if (w->i < w->n && (w->t[w->i] == '+' || w->t[w->i] == '-'))
+            w->i++;
+        if (!wf_digits(w))
+            return 0;
+    }
+    return 1;
+}
+
+static int wf_value(wf *w, int depth)
+{
+    wf_space(w);
+    if (w->i >= w->n)
+        return 0;
+    char c = w->t[w->i];
+    if (c == '"')
+        return wf_string(w);
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return wf_number(w);
+    static const char *const words[] = {"true", "false", "null"};
+    for (int k = 0; k < 3; k++) {
+        size_t l = strlen(words[k]);
+        if (w->n - w->i >= l && !memcmp(w->t + w->i, words[k], l)) {
+            w->i += l;
+            return 1;
+        }
+    }
+    if ((c != '[' && c != '{') || depth >= WF_MAX_DEPTH)
+        return 0;
+    char close = c == '[' ? ']' : '}';
+    w->i++;
+    wf_space(w);
+    if (w->i < w->n && w->t[w->i] == close) {
+        w->i++;
+        return 1;
+    }
+    for (;;) {
+        if (c == '{') {
+            wf_space(w);
+            if (w->i >= w->n || w->t[w->i] != '"' || !wf_string(w))
+                return 0;
+            wf_space(w);
+            if (w->i >= w->n || w->t[w->i++] != ':')
+                return 0;
+        }
+        if (!wf_value(w, depth + 1))
+            return 0;
+        wf_space(w);
+        if (w->i >= w->n)
+            return 0;
+        char sep = w->t[w->i++];
+        if (sep == close)
+            return 1;
+        if (sep != ',')
+            return 0;
+    }
+}
+
+/* 1 when text begins with one well-formed JSON value (what follows it is not looked at). */
+static int well_formed(const char *text, size_t len)
+{
+    wf w = {text, len, 0};
+    if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) /* cJSON skips a UTF-8 BOM */
+        w.i = 3;
+    return wf_value(&w, 0);
+}
+
 static int parse_value(const char *text, size_t len, cJSON **root, char *err)
 {
     /* A raw NUL would end a key or string early inside cJSON; JSON forbids it anyway. */
@@ -76,6 +241,10 @@ static int parse_value(const char *text, size_t len, cJSON **root, char *err)
         if (empty)
             return ps__seterr(err, PS_EPARSE,
                               "line 1, column 1: empty input (expected a JSON object)");
+        if (well_formed(text, len))
+            return ps__seterr(err, PS_ENOMEM,
+                              "out of memory parsing %zu bytes of JSON (the text is well-formed)",
+                              len);
         return parse_error(err, text, len, off, "malformed JSON");
     }
     /* cJSON stops after the value and, without require_null_terminated, ignores the rest. */

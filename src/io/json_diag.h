@@ -41,6 +41,8 @@
  * cJSON_Delete. On failure *root is NULL, err (PS__ERRLEN bytes) says "line L, column C: what
  * near \"...\"" and the result is PS_EPARSE: a NUL byte, empty input, malformed JSON, data after
  * the value, or "\u0000" in a string (cJSON keeps C strings, so it would cut the string there).
+ * PS_ENOMEM when cJSON ran out of memory on a well-formed text (cJSON allocates with its own,
+ * process-wide hooks, not the handle's allocator: json_diag.c says why).
  * Every JSON file pipesched reads goes through here, so they all report a bad file alike.
  */
 int ps__json_parse(const char *text, size_t len, cJSON **root, char *err);
