@@ -768,6 +768,71 @@ START_TEST(plan_alloc_failure)
 }
 END_TEST
 
+/* ---- a MoE layer whose durations are all zero ---------------------------------------------- */
+
+static int zero_sink(void *ud, const char *data, size_t len)
+{
+    (void)data;
+    *(size_t *)ud += len;
+    return 0;
+}
+
+/* Every operation of the layer takes no time, so the planner's DAG is empty: each planner
+ * method, the simulator under every family that takes the sizes, and every export run on
+ * empty plans. The sites that were undefined behaviour on that path (qsort(NULL, 0),
+ * memcpy(NULL, NULL, 0), NULL + 0) are what UBSan reports; the sanitizer build runs this
+ * suite with UBSAN_OPTIONS=halt_on_error=1 (tests/meson.build), so any such site fails it. */
+START_TEST(plan_all_zero_layer)
+{
+    double t[PS_OP_LAYER_COUNT] = {0};
+    for (int layers = 1; layers <= 3; layers += 2) {
+        ps_problem *pb = moe_problem(t, layers, 0.1);
+        for (int method = PS_PLANNER_ADAPTIVE; method <= PS_PLANNER_SERIAL; method++) {
+            ps_plan *pl;
+            ck_assert_int_eq(ps_plan_new(&pl, NULL), 0);
+            ck_assert_int_eq(ps_plan_step(pl, pb, method, 1, 0, PS_B, 0), 0);
+            ps_plan_stats st;
+            ck_assert_int_eq(ps_plan_stats_get(pl, &st), 0);
+            ck_assert(st.duration == 0);
+            const ps_plan_op *ops = NULL;
+            ck_assert_uint_eq(ps_plan_ops(pl, &ops), 0);
+            ck_assert_int_eq(ps_plan_step(pl, pb, method, 1, 0, PS_W, -1), 0);
+            ck_assert_int_eq(ps_plan_step(pl, pb, method, 1, -1, PS_I, 0), 0);
+            ps_plan_free(pl);
+        }
+        for (size_t f = 0; f < ps_family_count(); f++) {
+            ps_family_info fi;
+            ck_assert_int_eq(ps_family_get(f, &fi), 0);
+            ck_assert_int_eq(ps_problem_set_schedule(pb, fi.name), 0);
+            ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_PP, 2), 0);
+            ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, 4), 0);
+            ps_schedule *s;
+            ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+            if (ps_schedule_generate(s, pb)) { /* layers = 1 fits no V placement, say */
+                ps_schedule_free(s);
+                continue;
+            }
+            ps_sim *sim;
+            ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+            int rc = ps_sim_run(sim, s, pb);
+            ck_assert_msg(rc == 0, "%s: %s", fi.name, ps_sim_last_error(sim));
+            ps_metrics m;
+            ck_assert_int_eq(ps_sim_metrics(sim, &m), 0);
+            ck_assert(m.makespan >= 0);
+            for (int fmt = PS_FORMAT_TABLE; fmt <= PS_FORMAT_METRICS; fmt++) {
+                size_t bytes = 0;
+                if (fmt == PS_FORMAT_CSV_COMMS)
+                    continue;
+                ck_assert_int_eq(ps_export(s, sim, (ps_format)fmt, zero_sink, &bytes), 0);
+            }
+            ps_sim_free(sim);
+            ps_schedule_free(s);
+        }
+        ps_problem_free(pb);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("plan");
@@ -788,6 +853,7 @@ static Suite *suite(void)
     tcase_add_test(tc, sim_moe_adaptive);
     tcase_add_test(tc, zb_auto_moe);
     tcase_add_test(tc, plan_alloc_failure);
+    tcase_add_test(tc, plan_all_zero_layer);
     suite_add_tcase(s, tc);
     return s;
 }
