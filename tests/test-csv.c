@@ -907,6 +907,33 @@ START_TEST(csv_fail_after_fill_frees_exact_sizes)
 }
 END_TEST
 
+/* A sparse table (every stage 0..65535 once, one micro-batch 7999) would cost the engine a
+ * state per (stage, micro-batch) pair, 1.5 GB for 513 KB of text: it is refused at load with
+ * the limit named, and a table just as big but dense enough still loads. */
+START_TEST(csv_sparse_table_refused)
+{
+    size_t cap = 65536 * 12 + 64, n = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    for (int st = 0; st < 65536; st++)
+        n += (size_t)snprintf(text + n, cap - n, "%dF0,", st);
+    n += (size_t)snprintf(text + n, cap - n, "0F7999\n");
+    ps_schedule *s = new_schedule();
+    ck_assert_int_eq(ps_schedule_load_csv(s, text, n, PS_CSV_AUTO, 0), PS_ERANGE);
+    ck_assert_str_eq(ps_schedule_last_error(s),
+                     "65536 stages x 8000 micro-batches = 524288000 pairs, but the table holds "
+                     "65537 compute actions: a schedule runs a forward of every micro-batch on "
+                     "every stage of its path, and the limit is 4 x compute actions + 1048576 = "
+                     "1310724 pairs");
+    /* -m raises the pairs the same way */
+    const char *two = "0F0,0B0\n1F0,1B0\n";
+    ck_assert_int_eq(ps_schedule_load_csv(s, two, strlen(two), PS_CSV_AUTO, 600000), PS_ERANGE);
+    ck_assert_int_eq(ps_schedule_load_csv(s, two, strlen(two), PS_CSV_AUTO, 500000), 0);
+    ps_schedule_free(s);
+    free(text);
+}
+END_TEST
+
 START_TEST(csv_alloc_failure)
 {
     size_t len;
@@ -982,6 +1009,7 @@ static Suite *csv_suite(void)
 
     tc = tcase_create("alloc");
     tcase_add_test(tc, csv_alloc_failure);
+    tcase_add_test(tc, csv_sparse_table_refused);
     tcase_add_test(tc, csv_fail_after_fill_frees_exact_sizes);
     suite_add_tcase(su, tc);
     return su;

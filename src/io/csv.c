@@ -358,6 +358,33 @@ static int alloc_lowered(loader *ld)
     return 0;
 }
 
+/*
+ * The engine keeps a state per (stage, micro-batch) pair, so validating or simulating a table
+ * costs memory and time in stages x micro-batches, which a sparse table can make far larger
+ * than itself (one row naming stages 0..65535 and one micro-batch 7999: 513 KB of text,
+ * 1.5 GB to validate). A table that validates runs a forward of every micro-batch on every
+ * stage of its path (half the stages with two model copies), so it holds at least
+ * stages x micro-batches / 2 compute actions; one far sparser than that cannot be a schedule
+ * and is refused here, which bounds that memory by the table's size.
+ */
+/* Pairs any table may leave uncovered: a small one with a few missing cells still loads (its
+ * validation lists them), and one stage may run up to PS_MAX_MICROBATCHES micro-batches; the
+ * engine's state for them is a few tens of MB at most. */
+#define DENSITY_SLACK ((int64_t)PS_MAX_MICROBATCHES)
+
+static int check_density(loader *ld, int32_t nstages, int32_t m)
+{
+    int64_t pairs = (int64_t)nstages * m, limit = 4 * ld->ncompute + DENSITY_SLACK;
+    if (pairs <= limit)
+        return 0;
+    return ps__seterr(ld->err, PS_ERANGE,
+                      "%d stages x %d micro-batches = %lld pairs, but the table holds %lld compute "
+                      "actions: a schedule runs a forward of every micro-batch on every stage of "
+                      "its path, and the limit is 4 x compute actions + %lld = %lld pairs",
+                      (int)nstages, (int)m, (long long)pairs, (long long)ld->ncompute,
+                      (long long)DENSITY_SLACK, (long long)limit);
+}
+
 static int load(loader *ld)
 {
     ps_schedule *s = ld->s;
@@ -371,6 +398,9 @@ static int load(loader *ld)
     ld->lowered = ld->fmt == PS_CSV_COMPUTE_COMMS || (ld->fmt == PS_CSV_AUTO && ld->ncomm > 0);
     int32_t nstages = ld->max_stage + 1;
     int32_t m = ld->given_m > 0 ? ld->given_m : ld->max_mb + 1;
+    rc = check_density(ld, nstages, m);
+    if (rc)
+        return rc;
 
     ld->caps = ps__calloc(&s->al, 2 * (size_t)ld->rows, sizeof *ld->caps);
     if (!ld->caps)
