@@ -51,7 +51,7 @@ static void expect_error_pv(const char *layout, int32_t pp, int32_t vpp, int32_t
                             int32_t mtp, int32_t first, int32_t last, int code, const char *message)
 {
     ps_stage_layers out[MAX_TEST_STAGES];
-    memset(out, 0, sizeof out);
+    memset(out, 0x5a, sizeof out); /* what the caller had there: the split must zero it */
     char err[256] = "";
     int rc = ps_layout_split(layout, pp, vpp, layers, mtp, first, last, out, err, sizeof err);
     ck_assert_msg(rc == code, "%s: rc %d, expected %d (%s)", layout ? layout : "(even)", rc, code,

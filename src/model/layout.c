@@ -508,10 +508,12 @@ int ps_layout_split(const char *layout, int32_t pp, int32_t vpp, int32_t layers,
                     int32_t first, int32_t last, ps_stage_layers *out, char *err, size_t errlen)
 {
     int rc = check_args(layout, pp, vpp, layers, mtp, first, last, out, err, errlen);
-    if (rc)
+    if (rc == PS_EINVAL || rc == PS_ERANGE) /* no out, or no size to zero */
         return rc;
     int32_t stages = pp * vpp;
     memset(out, 0, (size_t)stages * sizeof *out);
+    if (rc) /* bad counts: out is zeroed, as for every other refusal */
+        return rc;
     rc = layout ? split_layout(layout, stages, layers, mtp, out, err, errlen)
                 : split_even(pp, vpp, layers, mtp, first, last, out, err, errlen);
     if (rc) {
