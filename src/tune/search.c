@@ -39,7 +39,8 @@ typedef struct reason {
 /* One candidate's outcome, for the CSV. */
 typedef struct record {
     double step, tok, mfu, peak;
-    uint16_t reason; /* a PS__R_* or PS__R_CHEAP + the thread's reason index; global after the merge */
+    uint16_t
+        reason; /* a PS__R_* or PS__R_CHEAP + the thread's reason index; global after the merge */
     uint8_t status, thread;
 } record;
 
@@ -142,8 +143,8 @@ int ps_tune_allow(ps_tune *t, int knob, const int32_t *values, size_t n)
     if (!t || knob < 0 || knob >= PS_KNOBS || (n && !values))
         return PS_EINVAL;
     if (n > PS__TUNE_MAXALLOW)
-        return ps__seterr(t->err, PS_ERANGE, "at most %d values of %s; got %zu",
-                          PS__TUNE_MAXALLOW, ps_tune_knob_name(knob), n);
+        return ps__seterr(t->err, PS_ERANGE, "at most %d values of %s; got %zu", PS__TUNE_MAXALLOW,
+                          ps_tune_knob_name(knob), n);
     if (n)
         memcpy(t->k.allow[knob], values, n * sizeof *values);
     t->k.nallow[knob] = (int32_t)n;
@@ -160,8 +161,7 @@ int ps_tune_max(ps_tune *t, int knob, int32_t max)
 
 const char *ps_tune_gap_name(int gap)
 {
-    static const char *const names[] = {"bubble", "tp",  "cp",       "ep",
-                                        "pp",     "dp",  "optimizer"};
+    static const char *const names[] = {"bubble", "tp", "cp", "ep", "pp", "dp", "optimizer"};
     return gap >= 0 && gap <= PS_GAP_OPTIMIZER ? names[gap] : NULL;
 }
 
@@ -286,8 +286,12 @@ static void normalise(const char *msg, char *key, size_t cap)
 
 static int dominant_gap(const ps_estimate_result *r, double *sec)
 {
-    double v[] = {r->bubble_s,          r->exposed_s[PS_COMM_TP], r->exposed_s[PS_COMM_CP],
-                  r->exposed_s[PS_COMM_EP], r->exposed_s[PS_COMM_PP], r->exposed_s[PS_COMM_DP],
+    double v[] = {r->bubble_s,
+                  r->exposed_s[PS_COMM_TP],
+                  r->exposed_s[PS_COMM_CP],
+                  r->exposed_s[PS_COMM_EP],
+                  r->exposed_s[PS_COMM_PP],
+                  r->exposed_s[PS_COMM_DP],
                   r->optimizer_s};
     int best = 0;
     for (int i = 1; i < 7; i++)
@@ -379,8 +383,8 @@ static int evaluate(worker *w, uint64_t idx)
         w->breaks++;
     if (row.result.peak_gib > s->limit_gib) {
         char key[KEY_LEN], ex[EXAMPLE_LEN];
-        snprintf(key, sizeof key, "pipeline rank %d needs more than %.1f GiB",
-                 row.result.peak_rank, s->limit_gib);
+        snprintf(key, sizeof key, "pipeline rank %d needs more than %.1f GiB", row.result.peak_rank,
+                 s->limit_gib);
         snprintf(ex, sizeof ex, "rank %d needs %.1f GiB > %.1f GiB", row.result.peak_rank,
                  row.result.peak_gib, s->limit_gib);
         w->over++;
@@ -510,10 +514,12 @@ static int merge_rows(ps_tune *t, worker *w, int n)
     for (int i = 0; i < n; i++) {
         for (size_t j = 0; j < w[i].ntop; j++)
             top_insert(t->top, &nt, k, &w[i].top[j]);
-        memcpy(f + nf, w[i].front, w[i].nfront * sizeof *f);
+        if (w[i].nfront) /* a worker with no front may hold no array */
+            memcpy(f + nf, w[i].front, w[i].nfront * sizeof *f);
         nf += w[i].nfront;
     }
-    qsort(f, nf, sizeof *f, cmp_row);
+    if (nf)
+        qsort(f, nf, sizeof *f, cmp_row);
     size_t kept = 0;
     for (size_t i = 0; i < nf; i++)
         if (kept == 0 || f[i].result.peak_gib < f[kept - 1].result.peak_gib)
@@ -564,7 +570,8 @@ static int merge_reasons(ps_tune *t, worker *w, int n)
                 g->min_gib = d->min_gib;
         }
     /* Most frequent first; then the records learn their reason's place in that order. */
-    qsort(l->v, l->n, sizeof *l->v, cmp_reason);
+    if (l->n) /* no reason at all: l->v may be NULL */
+        qsort(l->v, l->n, sizeof *l->v, cmp_reason);
     if (!t->recs)
         return 0;
     size_t dyn = 0;
