@@ -175,8 +175,9 @@ static void bench_sizes(int quick)
 /*
  * The zero-bubble families at pp x m = 4x8 ... 64x1024 (and 128x4096): median time of
  * generate + validate + simulate and the makespan with f = b = w = 1, next to the zero-bubble
- * project's Python generators on this kind of machine (shared/reference/peer-figures.md;
- * generator time alone, and their makespans).
+ * project's Python generators (generator time alone, and their makespans). The peers' figures
+ * are STORED, not measured here: they were measured on 2026-11-30 on the project's shared
+ * 2-core VM (shared/reference/peer-figures.md), and the output says so.
  */
 static void bench_zero_bubble(int quick)
 {
@@ -254,9 +255,12 @@ static void bench_zero_bubble(int quick)
     };
     printf("zero-bubble families, f=b=w=1: our generator alone and generate+validate+simulate "
            "(medians)\nvs the peer's generator alone; speedup = peer generator / our "
-           "generator:\n");
+           "generator.\nThe peer columns are STORED, not measured in this run: generator times "
+           "measured on\n2026-11-30 on the project's shared 2-core VM "
+           "(shared/reference/peer-figures.md); the\nspeedup divides that stored figure by "
+           "ours measured now:\n");
     printf("  %-18s %-9s %9s %10s %9s | %-12s %10s %9s %9s\n", "family", "pp x m", "gen us",
-           "all us", "makespan", "peer", "peer us", "makespan", "speedup");
+           "all us", "makespan", "peer", "stored us", "makespan", "speedup");
     for (size_t f = 0; f < sizeof rows / sizeof rows[0]; f++)
         for (int k = 0; k < 6; k++) {
             ctx c;
@@ -306,6 +310,25 @@ static void bench_zero_bubble(int quick)
         }
 }
 
+/* The load average (1, 5, 15 minutes), printed with the figures: the machine's load moves
+ * every absolute figure. */
+static void print_load(const char *when)
+{
+    char buf[128] = "unknown";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f))
+            snprintf(buf, sizeof buf, "unknown");
+        fclose(f);
+    }
+    double a = 0, b = 0, c = 0;
+    if (sscanf(buf, "%lf %lf %lf", &a, &b, &c) == 3)
+        printf("load average %s: %.2f %.2f %.2f\n", when, a, b, c);
+    else
+        printf("load average %s: unknown\n", when);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
@@ -313,10 +336,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: pipesched-bench [--quick]\n");
         return 2;
     }
+    print_load("at start");
     bench_small(quick);
     fflush(stdout);
     bench_huge();
+    print_load("after sections 1-2");
     bench_sizes(quick);
+    print_load("after section 3");
     bench_zero_bubble(quick);
+    print_load("at end");
     return 0;
 }
