@@ -4,10 +4,13 @@
 # load weighs on both alike; median of ROUNDS timings of 20 runs each (one date call per 20
 # runs keeps the timer's own cost out). Then the shared libraries the binary loads and, when
 # the C library supports it, the dynamic loader's own statistics (LD_DEBUG=statistics).
-# Usage: bench/startup.sh [build-dir] [rounds]
+# A third argument names another pipesched (another build's, e.g. of the commit before a
+# change), timed in the same loop: the before/after ratio then comes from one run.
+# Usage: bench/startup.sh [build-dir] [rounds] [other-pipesched]
 set -eu
 build=${1:-build}
 rounds=${2:-15}
+other=${3:-}
 bin=$build/pipesched
 tmp=${TMPDIR:-/tmp}/ps-startup.$$
 trap 'rm -f "$tmp".*' EXIT
@@ -30,12 +33,16 @@ median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }
 
 : >"$tmp.true"
 : >"$tmp.sim"
+: >"$tmp.other"
 echo "start-up, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -n), $(nproc 2>/dev/null || echo '?') cores"
 echo "load average before: $(loadavg)"
 r=0
 while [ "$r" -lt "$rounds" ]; do
     time20 "$tmp.true" /bin/true
     time20 "$tmp.sim" "$bin" simulate -s 1f1b -p 4 -m 8
+    if [ -n "$other" ]; then
+        time20 "$tmp.other" "$other" simulate -s 1f1b -p 4 -m 8
+    fi
     r=$((r + 1))
 done
 t=$(median "$tmp.true")
@@ -45,6 +52,12 @@ printf '%-44s %10s\n' "command (median of $rounds x 20 runs)" "us per run"
 printf '%-44s %10s\n' "/bin/true" "$t"
 printf '%-44s %10s\n' "pipesched simulate -s 1f1b -p 4 -m 8" "$s"
 awk -v s="$s" -v t="$t" 'BEGIN { printf "ratio pipesched / true (same run): %.2f; difference %d us\n", s / t, s - t }'
+if [ -n "$other" ]; then
+    o=$(median "$tmp.other")
+    printf '%-44s %10s\n' "$other (same command)" "$o"
+    awk -v s="$s" -v o="$o" -v t="$t" 'BEGIN { printf "ratio other / true: %.2f; ratio pipesched / other: %.2f (same run)\n", o / t, s / o }'
+    echo "shared libraries of the other (ldd | wc -l): $(ldd "$other" | wc -l)"
+fi
 echo "shared libraries (ldd $bin | wc -l): $(ldd "$bin" | wc -l)"
 ldd "$bin" | awk '{ print "  " $1 }'
 stats=$(LD_DEBUG=statistics "$bin" simulate -s 1f1b -p 4 -m 8 2>&1 >/dev/null |

@@ -28,6 +28,14 @@ check "installed program runs without LD_LIBRARY_PATH" env -u LD_LIBRARY_PATH "$
 cp "$tmp/out" "$tmp/sim.json"
 check "it simulates" grep -q '"makespan":33,' "$tmp/sim.json"
 check "installed program lists the families" env -u LD_LIBRARY_PATH "$bin" list
+# draw loads libpipesched-viz with dlopen on first use, found through the same run path; the
+# other commands do not load it (nor Graphviz).
+if "$bin" --help 2>/dev/null | grep -q '^ *draw '; then
+    check "installed program draws (dlopen of libpipesched-viz)" \
+        env -u LD_LIBRARY_PATH "$bin" draw -o "$tmp/t.svg"
+    check "the drawing is an SVG" grep -q '<svg' "$tmp/t.svg"
+    check "simulate loads no Graphviz" sh -c "! env -u LD_LIBRARY_PATH LD_DEBUG=libs '$bin' simulate 2>&1 >/dev/null | grep -q 'libgvc\|libpipesched-viz'"
+fi
 inc=$root$(abs "$includedir")/pipesched
 check "header pipesched.h installed" test -f "$inc/pipesched.h"
 check "header model.h installed" test -f "$inc/model.h"

@@ -2,11 +2,12 @@
  * `pipesched draw`: SVG drawings through libpipesched-viz (Graphviz): the simulated timeline,
  * the overlap plan of a fused pair, or the dependency graph. It also adds the two drawings of
  * the Pangu example to `pipesched demo`. meson compiles this file only when Graphviz is found.
+ * The library is loaded on first use (viz_dl.h), so that the other commands start without it.
  * SPDX-License-Identifier: MIT
  */
 #include "cli.h"
 
-#include <pipesched/viz.h>
+#include "viz_dl.h"
 
 #include <errno.h>
 #include <string.h>
@@ -121,6 +122,8 @@ static int draw_main(const cli_opts *o)
         fprintf(stderr, "pipesched: --to %g must be above --from %g\n", o->to, o->from);
         return EXIT_USAGE;
     }
+    if (cli_viz_load())
+        return EXIT_INTERNAL;
     ps_viz_config cfg;
     ps_viz_config_init(&cfg);
     cfg.window_from = o->from >= 0 ? o->from : 0;
@@ -162,6 +165,8 @@ static int out_close(draw_out *out, int ex)
 static int draw_timeline(const ps_schedule *s, const ps_sim *sim, const char *unit,
                          const char *what, const char *path)
 {
+    if (cli_viz_load())
+        return EXIT_INTERNAL;
     ps_viz_config cfg;
     ps_viz_config_init(&cfg);
     snprintf(cfg.time_unit, sizeof cfg.time_unit, "%s", unit);
@@ -189,6 +194,8 @@ static int draw_demo(const char *moe_json)
     draw_out a = {tl, NULL, 0}, b = {ov, NULL, 0};
     cli_opts o = {.method = -1, .fstage = -1, .bstage = -1}; /* draw's defaults */
     int ex = EXIT_INTERNAL, rc;
+    if (cli_viz_load())
+        return EXIT_INTERNAL;
     if (ps_problem_new(&j.pb, NULL) || ps_problem_load_json(j.pb, moe_json, strlen(moe_json)))
         goto out;
     if ((ex = cli_job_run(&j, 1)))
