@@ -5,7 +5,8 @@
  */
 #include "common.h"
 
-#include "planner/planner.h" /* the timing's checkpoints, checked directly */
+#include "planner/planner.h" /* the timing's checkpoints, checked directly, and the list
+                              * scheduler against its former linear scan */
 
 #include <math.h>
 
@@ -833,6 +834,232 @@ START_TEST(plan_all_zero_layer)
 }
 END_TEST
 
+/* ---- the list scheduler against its former implementation ------------------------------ */
+
+/* The list scheduler as it was before the heap (src/planner/list_sched.c until the heap
+ * replaced it), kept verbatim as the reference: every pick rescans the rest of the order. */
+static int old_ready(const ps_plan *pl, int32_t k)
+{
+    const ps__plan_node *x = &pl->n[k];
+    for (int i = 0; i < x->ndep; i++)
+        if (!pl->fin[x->dep[i]])
+            return 0;
+    return 1;
+}
+
+static int old_take_best(const ps_plan *pl, int32_t *o, size_t at, size_t len, int prefer_feed)
+{
+    size_t pick = len;
+    for (size_t q = at; q < len; q++) {
+        int32_t k = o[q];
+        if (!old_ready(pl, k))
+            continue;
+        if (pick == len) {
+            pick = q;
+            continue;
+        }
+        const ps__plan_node *a = &pl->n[k], *b = &pl->n[o[pick]];
+        int af = prefer_feed && a->feeds, bf = prefer_feed && b->feeds;
+        if (af > bf || (af == bf && a->prio > b->prio + 1e-12))
+            pick = q;
+    }
+    if (pick == len)
+        return 0;
+    int32_t k = o[pick];
+    memmove(&o[at + 1], &o[at], (pick - at) * sizeof(int32_t));
+    o[at] = k;
+    return 1;
+}
+
+static double old_build(ps_plan *pl, int prefer_feed)
+{
+    int32_t **o = pl->ord;
+    const size_t *len = pl->len;
+    const double slow = 1.0 + pl->slowdown;
+    size_t i[2] = {0, 0};
+    int32_t cur[2] = {-1, -1};
+    double rem = 0, end1 = 0, t = 0, makespan = 0;
+    memset(pl->fin, 0, pl->nn);
+    for (;;) {
+        for (int s = 0; s < 2; s++) {
+            if (cur[s] >= 0 || i[s] >= len[s])
+                continue;
+            if (!old_take_best(pl, o[s], i[s], len[s], prefer_feed))
+                continue;
+            int32_t k = o[s][i[s]];
+            cur[s] = k;
+            pl->st[k] = t;
+            if (s == 0)
+                rem = pl->n[k].dur;
+            else
+                end1 = t + pl->n[k].dur;
+        }
+        if (cur[0] < 0 && cur[1] < 0)
+            return i[0] == len[0] && i[1] == len[1] ? makespan : -1.0;
+        double t0 = INFINITY, t1 = cur[1] >= 0 ? end1 : INFINITY;
+        if (cur[0] >= 0)
+            t0 = t + rem * (cur[1] >= 0 ? slow : 1.0);
+        double tn = t0 < t1 ? t0 : t1;
+        if (cur[0] >= 0)
+            rem -= (tn - t) / (cur[1] >= 0 ? slow : 1.0);
+        t = tn;
+        if (cur[1] >= 0 && t1 <= tn) {
+            pl->en[cur[1]] = t;
+            pl->fin[cur[1]] = 1;
+            cur[1] = -1;
+            i[1]++;
+        }
+        if (cur[0] >= 0 && t0 <= tn) {
+            pl->en[cur[0]] = t;
+            pl->fin[cur[0]] = 1;
+            cur[0] = -1;
+            i[0]++;
+        }
+        if (t > makespan)
+            makespan = t;
+    }
+}
+
+static uint64_t ls_rng = 88172645463325252ull;
+static uint64_t ls_next(void)
+{
+    ls_rng ^= ls_rng << 13;
+    ls_rng ^= ls_rng >> 7;
+    ls_rng ^= ls_rng << 17;
+    return ls_rng;
+}
+
+/* A duration drawn from a few values (ties), sometimes 0 (no node), sometimes with noise of
+ * a few ulps (priorities that differ below the tolerance). */
+static double ls_dur(void)
+{
+    static const double v[] = {0, 0.5, 1, 1, 2, 3, 0.25, 1.5};
+    double d = v[ls_next() % 8];
+    if (d > 0 && ls_next() % 4 == 0)
+        d += (double)(ls_next() % 5) * 1e-15;
+    return d;
+}
+
+/* Builds both list schedules of the working graph with the heap and with the former scan, from
+ * the natural order, and checks that orders, times and makespans are bit-identical. */
+static void ls_compare(ps_plan *pl, const char *what)
+{
+    size_t nn = pl->nn;
+    int32_t *o[2];
+    double *st = malloc(nn * sizeof *st + 1), *en = malloc(nn * sizeof *en + 1);
+    o[0] = malloc(nn * sizeof(int32_t) + 1);
+    o[1] = malloc(nn * sizeof(int32_t) + 1);
+    for (int feed = 0; feed < 2; feed++) {
+        ps__order_natural(pl);
+        double a = ps__list_sched_build(pl, feed);
+        size_t len[2] = {pl->len[0], pl->len[1]};
+        for (int s = 0; s < 2; s++)
+            memcpy(o[s], pl->ord[s], len[s] * sizeof(int32_t));
+        memcpy(st, pl->st, nn * sizeof *st);
+        memcpy(en, pl->en, nn * sizeof *en);
+        ps__order_natural(pl);
+        double b = old_build(pl, feed);
+        ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "%s feed %d: makespan %.17g, was %.17g",
+                      what, feed, a, b);
+        for (int s = 0; s < 2; s++)
+            ck_assert_msg(memcmp(o[s], pl->ord[s], len[s] * sizeof(int32_t)) == 0,
+                          "%s feed %d: stream %d's order differs", what, feed, s);
+        if (a >= 0) {
+            ck_assert(memcmp(st, pl->st, nn * sizeof *st) == 0);
+            ck_assert(memcmp(en, pl->en, nn * sizeof *en) == 0);
+        }
+    }
+    free(st);
+    free(en);
+    free(o[0]);
+    free(o[1]);
+}
+
+START_TEST(plan_list_sched_matches_former_scan)
+{
+    ps_plan *pl;
+    ck_assert_int_eq(ps_plan_new(&pl, NULL), 0);
+    /* The planner's own graphs: random layer durations (ties and zeros), pairs and chunks. */
+    for (int c = 0; c < 400; c++) {
+        ps_moe_model m;
+        memset(&m, 0, sizeof m);
+        m.layers = 1 + (int32_t)(ls_next() % 48);
+        m.dense_layers = (int32_t)(ls_next() % 3);
+        for (int op = 0; op < PS_OP_LAYER_COUNT; op++) {
+            m.moe.t[op] = ls_dur();
+            m.dense.t[op] = ps_op_is_comm(op) ? 0 : ls_dur();
+        }
+        m.p2p = ls_next() % 2 ? ls_dur() : 0;
+        m.slowdown = (double)(ls_next() % 3) * 0.1;
+        int32_t fn = (int32_t)(ls_next() % ((uint64_t)m.layers + 1));
+        int32_t bn = (int32_t)(ls_next() % ((uint64_t)m.layers + 1));
+        int bkind = (int)(ls_next() % 3) == 0 ? PS_I : PS_B;
+        if (!fn && !bn)
+            fn = m.layers;
+        ck_assert_int_eq(ps__plan_layers(pl, &m, PS_PLANNER_SERIAL, 0, fn, bkind, 0, bn), 0);
+        ls_compare(pl, "moe graph");
+    }
+    /* Random DAGs on the planner's nodes: any stream, up to three predecessors each. */
+    ps_moe_model big;
+    memset(&big, 0, sizeof big);
+    big.layers = 64;
+    for (int op = 0; op < PS_OP_LAYER_COUNT; op++)
+        big.moe.t[op] = 1;
+    for (int c = 0; c < 300; c++) {
+        ck_assert_int_eq(ps__plan_layers(pl, &big, PS_PLANNER_SERIAL, 0, 64, PS_B, 0, 0), 0);
+        size_t nn = 1 + ls_next() % 600;
+        ck_assert_uint_le(nn, pl->ncap);
+        pl->nn = nn;
+        pl->slowdown = (double)(ls_next() % 3) * 0.25;
+        for (size_t k = 0; k < nn; k++) {
+            ps__plan_node *x = &pl->n[k];
+            memset(x, 0, sizeof *x);
+            x->stream = (uint8_t)(ls_next() % 2);
+            x->dur = ls_dur();
+            if (x->dur == 0)
+                x->dur = 1;
+            x->xdep = -1;
+            int nd = k ? (int)(ls_next() % 4) : 0;
+            for (int d = 0; d < nd; d++)
+                x->dep[x->ndep++] = (int32_t)(ls_next() % k);
+        }
+        /* priorities and successor flags as graph.c sets them */
+        for (size_t k = 0; k < nn; k++)
+            pl->n[k].prio = pl->n[k].dur;
+        for (size_t k = nn; k-- > 0;) {
+            ps__plan_node *x = &pl->n[k];
+            for (int i = 0; i < x->ndep; i++) {
+                ps__plan_node *d = &pl->n[x->dep[i]];
+                if (d->dur + x->prio > d->prio)
+                    d->prio = d->dur + x->prio;
+                if (x->stream == 1)
+                    d->feeds = 1;
+            }
+        }
+        ls_compare(pl, "random dag");
+    }
+    ps_plan_free(pl);
+}
+END_TEST
+
+/* The list scheduler is O(n log n): a fused pair of 2 x 8192 MoE layers plans well within the
+ * default timeout (the former scan needed minutes; 65536 layers, the limit, in bench/README.md);
+ * the adaptive planner keeps the constructed plan at that size. */
+START_TEST(plan_list_sched_large_step)
+{
+    ps_plan *pl;
+    ck_assert_int_eq(ps_plan_new(&pl, NULL), 0);
+    ps_moe_model m;
+    memset(&m, 0, sizeof m);
+    m.layers = 16384;
+    for (int op = 0; op < PS_OP_LAYER_COUNT; op++)
+        m.moe.t[op] = 1 + op % 3;
+    ck_assert_int_eq(ps__plan_layers(pl, &m, PS_PLANNER_ADAPTIVE, 0, 8192, PS_B, 8192, 8192), 0);
+    ck_assert(ps__plan_stats(pl)->duration > 0);
+    ps_plan_free(pl);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("plan");
@@ -854,6 +1081,8 @@ static Suite *suite(void)
     tcase_add_test(tc, zb_auto_moe);
     tcase_add_test(tc, plan_alloc_failure);
     tcase_add_test(tc, plan_all_zero_layer);
+    tcase_add_test(tc, plan_list_sched_matches_former_scan);
+    tcase_add_test(tc, plan_list_sched_large_step);
     suite_add_tcase(s, tc);
     return s;
 }

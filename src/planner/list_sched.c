@@ -7,15 +7,30 @@
  * operation to the next and the running compute operation keeps its unstretched work left.
  *
  * The list scheduler is the same machine with one change: a free stream takes the ready
- * operation of highest priority from the rest of its order instead of the next one, and moves
- * it there, so the order it leaves behind is the schedule. Sharing the machine keeps the
+ * operation of highest priority from the rest of its order instead of the next one, and puts
+ * it next, so the order it leaves behind is the schedule. Sharing the machine keeps the
  * schedules and their times consistent by construction.
+ *
+ * The pick rule: with prefer_feed, operations feeding the communication stream first; then
+ * the highest priority (the longest path to the end), priorities within 1e-12 of each other
+ * counting as equal; then the earliest in the stream's order. Each stream keeps its ready
+ * operations in a binary heap ordered by that rule, and an operation enters the heap when its
+ * last predecessor ends (a count of unfinished predecessors per operation, decremented along
+ * the successor lists), so a step of n operations is scheduled in O(n log n). The tolerance
+ * is made a total order first: the priorities are sorted and those closer than 1e-12 to the
+ * next lower one share its class (classes are ranked, the rank is the heap's key). Where no
+ * class spans more than 1e-12 this picks exactly what the former linear scan picked (it kept
+ * the first ready operation and replaced it by a later one only when that was more than 1e-12
+ * higher); tests/test-plan.c keeps that scan and compares the two.
  * SPDX-License-Identifier: MIT
  */
 #include "planner.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define PRIO_TOL 1e-12
 
 /* 1 when node k's predecessors have ended (and its extra edge, with use_x). */
 static inline int ready(const ps_plan *pl, int32_t k, int use_x)
@@ -27,41 +42,173 @@ static inline int ready(const ps_plan *pl, int32_t k, int use_x)
     return !(use_x && x->xdep >= 0 && !pl->fin[x->xdep]);
 }
 
-/*
- * The list scheduler's choice among o[at .. len): the ready operation of highest priority
- * (with prefer_feed, those feeding the communication stream first; the earliest on ties),
- * moved to o[at]. 0 when none is ready.
- */
-static int take_best(const ps_plan *pl, int32_t *o, size_t at, size_t len, int use_x,
-                     int prefer_feed)
+/* ---- the list scheduler's state ------------------------------------------------------------- */
+
+/* Views into the handle's workspace (pl->lsw, pl->lsort; plan.c sizes them with the nodes). */
+typedef struct picker {
+    const ps__plan_node *n;
+    int prefer_feed;
+    int32_t *cls;      /* rank of the node's priority class (higher = more urgent) */
+    int32_t *pos;      /* place in its stream's order as given; -1 once taken */
+    int32_t *pend;     /* predecessors not ended yet */
+    int32_t *soff;     /* successors of k: succ[soff[k] .. soff[k+1]) */
+    int32_t *succ;
+    int32_t *sid;      /* the stream whose order holds the node, -1 none */
+    int32_t *given[2]; /* the orders as given (pl->tmp) */
+    int32_t *heap[2];
+    size_t hn[2];
+} picker;
+
+static int cmp_prio(const void *a, const void *b)
 {
-    size_t pick = len;
-    for (size_t q = at; q < len; q++) {
-        int32_t k = o[q];
-        if (!ready(pl, k, use_x))
-            continue;
-        if (pick == len) {
-            pick = q;
-            continue;
-        }
-        const ps__plan_node *a = &pl->n[k], *b = &pl->n[o[pick]];
-        int af = prefer_feed && a->feeds, bf = prefer_feed && b->feeds;
-        if (af > bf || (af == bf && a->prio > b->prio + 1e-12))
-            pick = q;
+    const ps__plan_prio *x = a, *y = b;
+    if (x->prio != y->prio)
+        return x->prio < y->prio ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* 1 when node a goes before node b. */
+static inline int before(const picker *w, int32_t a, int32_t b)
+{
+    if (w->prefer_feed && w->n[a].feeds != w->n[b].feeds)
+        return w->n[a].feeds > w->n[b].feeds;
+    if (w->cls[a] != w->cls[b])
+        return w->cls[a] > w->cls[b];
+    return w->pos[a] < w->pos[b];
+}
+
+static void heap_push(picker *w, int s, int32_t k)
+{
+    int32_t *h = w->heap[s];
+    size_t i = w->hn[s]++;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (!before(w, k, h[up]))
+            break;
+        h[i] = h[up];
+        i = up;
     }
-    if (pick == len)
+    h[i] = k;
+}
+
+static int32_t heap_pop(picker *w, int s)
+{
+    int32_t *h = w->heap[s];
+    int32_t top = h[0], k = h[--w->hn[s]];
+    size_t n = w->hn[s], i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && before(w, h[c + 1], h[c]))
+            c++;
+        if (!before(w, h[c], k))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (n)
+        h[i] = k;
+    return top;
+}
+
+/* Priority classes, successor lists, predecessor counts and the first ready operations. */
+static void picker_init(ps_plan *pl, picker *w, int32_t *o[2], const size_t len[2],
+                        int prefer_feed)
+{
+    size_t nn = pl->nn;
+    int32_t *ws = pl->lsw;
+    w->n = pl->n;
+    w->prefer_feed = prefer_feed;
+    w->cls = ws;
+    w->pos = ws + nn;
+    w->pend = ws + 2 * nn;
+    w->sid = ws + 3 * nn;
+    w->heap[0] = ws + 4 * nn;
+    w->heap[1] = ws + 4 * nn + len[0];
+    w->soff = ws + 5 * nn;
+    w->succ = ws + 6 * nn + 1;
+    w->hn[0] = w->hn[1] = 0;
+    ps__plan_prio *sp = pl->lsort;
+    for (size_t k = 0; k < nn; k++) {
+        sp[k].prio = pl->n[k].prio;
+        sp[k].id = (int32_t)k;
+    }
+    qsort(sp, nn, sizeof *sp, cmp_prio);
+    int32_t c = 0;
+    for (size_t q = 0; q < nn; q++) {
+        if (q && sp[q].prio > sp[q - 1].prio + PRIO_TOL)
+            c++;
+        w->cls[sp[q].id] = c;
+    }
+    for (size_t k = 0; k <= nn; k++)
+        w->soff[k] = 0;
+    for (size_t k = 0; k < nn; k++) {
+        w->pend[k] = pl->n[k].ndep;
+        w->sid[k] = -1;
+        for (int d = 0; d < pl->n[k].ndep; d++)
+            w->soff[pl->n[k].dep[d] + 1]++;
+    }
+    for (size_t k = 0; k < nn; k++)
+        w->soff[k + 1] += w->soff[k];
+    for (size_t k = 0; k < nn; k++) /* soff[d] runs ahead while filling, then is restored */
+        for (int d = 0; d < pl->n[k].ndep; d++)
+            w->succ[w->soff[pl->n[k].dep[d]]++] = (int32_t)k;
+    for (size_t k = nn; k > 0; k--)
+        w->soff[k] = w->soff[k - 1];
+    w->soff[0] = 0;
+    for (int s = 0; s < 2; s++) {
+        w->given[s] = pl->tmp[s];
+        memcpy(w->given[s], o[s], len[s] * sizeof(int32_t));
+        for (size_t q = 0; q < len[s]; q++) {
+            w->pos[o[s][q]] = (int32_t)q;
+            w->sid[o[s][q]] = s;
+        }
+    }
+    for (int s = 0; s < 2; s++)
+        for (size_t q = 0; q < len[s]; q++)
+            if (w->pend[o[s][q]] == 0)
+                heap_push(w, s, o[s][q]);
+}
+
+/* Node k ended: its successors whose last predecessor it was become ready. */
+static void picker_ended(picker *w, int32_t k)
+{
+    for (int32_t e = w->soff[k]; e < w->soff[k + 1]; e++) {
+        int32_t x = w->succ[e];
+        if (--w->pend[x] == 0 && w->sid[x] >= 0)
+            heap_push(w, w->sid[x], x);
+    }
+}
+
+/* The next operation of stream s into o[s][at]; 0 when none is ready. */
+static int picker_take(picker *w, int s, int32_t *o, size_t at)
+{
+    if (!w->hn[s])
         return 0;
-    int32_t k = o[pick];
-    memmove(&o[at + 1], &o[at], (pick - at) * sizeof(int32_t));
+    int32_t k = heap_pop(w, s);
+    w->pos[k] = -1;
     o[at] = k;
     return 1;
+}
+
+/* After a stuck run: the operations never taken follow, in their given order. */
+static void picker_rest(picker *w, int32_t *o[2], const size_t i[2], const size_t len[2])
+{
+    for (int s = 0; s < 2; s++) {
+        size_t at = i[s];
+        for (size_t q = 0; q < len[s] && at < len[s]; q++)
+            if (w->pos[w->given[s][q]] >= 0)
+                o[s][at++] = w->given[s][q];
+    }
 }
 
 /*
  * Times of the orders o[0] (compute) and o[1] (communication) into st/en. Returns the
  * makespan, -1 when the orders contradict the dependencies (both streams wait and work is
  * left), or -2 as soon as the clock passes limit (the makespan can only be larger; st/en are
- * then partly written). With greedy set, the orders are built instead (take_best()).
+ * then partly written). With a picker w, the orders are built instead (picker_take(); use_x
+ * is 0 then).
  *
  * With record, the state at the start of the first turn at which each stream stands idle at
  * each place is kept in cp, and the finishing operations in fin_order. With from, the timing
@@ -74,8 +221,8 @@ static int take_best(const ps_plan *pl, int32_t *o, size_t at, size_t len, int u
  * stay in one function: as helpers over a state struct, gcc 12 kept part of the state on the
  * stack and small steps measured about 5% slower.
  */
-static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, int greedy,
-                  int prefer_feed, double limit, int record, const ps__plan_state *from)
+static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, picker *w,
+                  double limit, int record, const ps__plan_state *from)
 {
     const double slow = 1.0 + pl->slowdown;
     size_t i[2] = {0, 0}, nfin = 0, next[2] = {0, 0};
@@ -91,6 +238,7 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, in
         memcpy(pl->st, pl->cst, pl->nn * sizeof(double));
         memcpy(pl->en, pl->cen, pl->nn * sizeof(double));
     }
+    const size_t i0 = i[0] + i[1];
     for (;;) {
         if (record)
             for (int s = 0; s < 2; s++)
@@ -104,8 +252,8 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, in
         for (int s = 0; s < 2; s++) {
             if (cur[s] >= 0 || i[s] >= len[s])
                 continue;
-            if (greedy) {
-                if (!take_best(pl, o[s], i[s], len[s], use_x, prefer_feed))
+            if (w) {
+                if (!picker_take(w, s, o[s], i[s]))
                     continue;
             } else if (!ready(pl, o[s][i[s]], use_x)) {
                 continue;
@@ -118,8 +266,14 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, in
             else
                 end1 = t + pl->n[k].dur;
         }
-        if (cur[0] < 0 && cur[1] < 0)
-            return i[0] == len[0] && i[1] == len[1] ? makespan : -1.0;
+        if (cur[0] < 0 && cur[1] < 0) {
+            pl->timed += i[0] + i[1] - i0;
+            if (i[0] == len[0] && i[1] == len[1])
+                return makespan;
+            if (w)
+                picker_rest(w, o, i, len);
+            return -1.0;
+        }
         /* Move the clock to the next end; compute ran slow times slower while communication ran. */
         double t0 = INFINITY, t1 = cur[1] >= 0 ? end1 : INFINITY;
         if (cur[0] >= 0)
@@ -134,6 +288,8 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, in
             pl->fin[cur[1]] = 1;
             if (record)
                 pl->fin_order[nfin++] = cur[1];
+            if (w)
+                picker_ended(w, cur[1]);
             cur[1] = -1;
             i[1]++;
         }
@@ -142,24 +298,28 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, in
             pl->fin[cur[0]] = 1;
             if (record)
                 pl->fin_order[nfin++] = cur[0];
+            if (w)
+                picker_ended(w, cur[0]);
             cur[0] = -1;
             i[0]++;
         }
         if (t > makespan)
             makespan = t;
-        if (makespan > limit)
+        if (makespan > limit) {
+            pl->timed += i[0] + i[1] - i0;
             return -2.0;
+        }
     }
 }
 
 double ps__list_sched_time(ps_plan *pl, int use_x, double limit)
 {
-    return run(pl, pl->ord, pl->len, use_x, 0, 0, limit, 0, NULL);
+    return run(pl, pl->ord, pl->len, use_x, NULL, limit, 0, NULL);
 }
 
 double ps__list_sched_record(ps_plan *pl)
 {
-    double d = run(pl, pl->ord, pl->len, 0, 0, 0, INFINITY, 1, NULL);
+    double d = run(pl, pl->ord, pl->len, 0, NULL, INFINITY, 1, NULL);
     memcpy(pl->cst, pl->st, pl->nn * sizeof(double));
     memcpy(pl->cen, pl->en, pl->nn * sizeof(double));
     return d;
@@ -167,10 +327,12 @@ double ps__list_sched_record(ps_plan *pl)
 
 double ps__list_sched_resume(ps_plan *pl, int s, size_t p0, double limit)
 {
-    return run(pl, pl->ord, pl->len, 0, 0, 0, limit, 0, &pl->cp[s][p0]);
+    return run(pl, pl->ord, pl->len, 0, NULL, limit, 0, &pl->cp[s][p0]);
 }
 
 double ps__list_sched_build(ps_plan *pl, int prefer_feed)
 {
-    return run(pl, pl->ord, pl->len, 0, 1, prefer_feed, INFINITY, 0, NULL);
+    picker w;
+    picker_init(pl, &w, pl->ord, pl->len, prefer_feed);
+    return run(pl, pl->ord, pl->len, 0, &w, INFINITY, 0, NULL);
 }

@@ -55,6 +55,10 @@ static void free_nodes(ps_plan *pl)
     ps__free(a, pl->cen, c, sizeof(double));
     pl->fin_order = NULL;
     pl->cst = pl->cen = NULL;
+    ps__free(a, pl->lsw, c ? 9 * c + 1 : 0, sizeof(int32_t));
+    ps__free(a, pl->lsort, c, sizeof *pl->lsort);
+    pl->lsw = NULL;
+    pl->lsort = NULL;
     pl->n = NULL;
     pl->st = pl->en = pl->bst = pl->ben = NULL;
     pl->fin = NULL;
@@ -110,6 +114,9 @@ static int reserve_nodes(ps_plan *pl, size_t n)
     pl->cst = ps__alloc(a, c, sizeof(double));
     pl->cen = ps__alloc(a, c, sizeof(double));
     ok = ok && pl->fin_order && pl->cst && pl->cen;
+    pl->lsw = ps__alloc(a, 9 * c + 1, sizeof(int32_t));
+    pl->lsort = ps__alloc(a, c, sizeof *pl->lsort);
+    ok = ok && pl->lsw && pl->lsort;
     pl->ncap = c;
     if (!ok) {
         free_nodes(pl);

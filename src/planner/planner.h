@@ -47,13 +47,20 @@ typedef struct ps__plan_state {
     size_t i[2], nfin;
 } ps__plan_state;
 
+/* A node's priority and id, sorted by the list scheduler to rank the priorities. */
+typedef struct ps__plan_prio {
+    double prio;
+    int32_t id;
+} ps__plan_prio;
+
 struct ps_plan {
     ps_allocator al;
     ps__plan_node *n;
     size_t nn, ncap;
     /* Working orders (ord, len) and the best orders found (best); the times of the working
      * orders (st, en) and of the best (bst, ben); finished flags (fin). All ncap long; len[s]
-     * is the length of stream s's order in ord and best alike. tmp is allocated but unused. */
+     * is the length of stream s's order in ord and best alike. tmp keeps the list scheduler's
+     * given orders. */
     int32_t *ord[2], *best[2], *tmp[2];
     size_t len[2];
     double *st, *en, *bst, *ben;
@@ -64,6 +71,14 @@ struct ps_plan {
     ps__plan_state *cp[2];
     int32_t *fin_order;
     double *cst, *cen;
+    /* The list scheduler's workspace (list_sched.c): 9 ncap + 1 int32 (priority classes,
+     * places, predecessor counts, streams, the two heaps, successor lists) and ncap
+     * priorities to sort. */
+    int32_t *lsw;
+    ps__plan_prio *lsort;
+    /* Operations the two-stream machine has finished timing (list_sched.c counts, the local
+     * search zeroes it and stops at its budget). */
+    size_t timed;
     /* (part, layer in chunk, op) -> node id, for the fixed orders: idx[part] has
      * nl[part] * PS_OP_COUNT entries in use. */
     int32_t *idx[2];
