@@ -322,10 +322,20 @@ START_TEST(config_cjson_out_of_memory)
     cJSON_InitHooks(NULL);
     ck_assert_int_eq(load(pb, good), 0);
     /* What cJSON refuses, the recogniser refuses too: a syntax error stays PS_EPARSE. */
-    static const char *const bad[] = {
-        "{\"a\": \"\\ud800\"}", "{\"a\": \"\\udc00x\"}", "{\"a\": \"\\ud800\\u0041\"}",
-        "{\"a\": -}", "{\"a\": [1,]}", "{\"a\" 1}", "{1: 2}", "{\"a\": tru}", "{\"a\": \"\\x\"}",
-        "{\"a\": \"\\u12g4\"}", "{\"a\": [1 2]}", "{\"a\": {\"b\": 1}", "[", "{\"a\": \"x}"};
+    static const char *const bad[] = {"{\"a\": \"\\ud800\"}",
+                                      "{\"a\": \"\\udc00x\"}",
+                                      "{\"a\": \"\\ud800\\u0041\"}",
+                                      "{\"a\": -}",
+                                      "{\"a\": [1,]}",
+                                      "{\"a\" 1}",
+                                      "{1: 2}",
+                                      "{\"a\": tru}",
+                                      "{\"a\": \"\\x\"}",
+                                      "{\"a\": \"\\u12g4\"}",
+                                      "{\"a\": [1 2]}",
+                                      "{\"a\": {\"b\": 1}",
+                                      "[",
+                                      "{\"a\": \"x}"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         int rc = load(pb, bad[k]);
         ck_assert_msg(rc != PS_ENOMEM, "%s read as out of memory", bad[k]);

@@ -704,8 +704,10 @@ START_TEST(exec_complete_queue_full)
     ps_schedule_free(s);
     char doc[2048];
     exec_doc_of("ps_exec_complete", doc, sizeof doc);
-    ck_assert_msg(strstr(doc, "PS_ERANGE"), "exec.h does not list PS_ERANGE for "
-                  "ps_exec_complete():\n%s", doc);
+    ck_assert_msg(strstr(doc, "PS_ERANGE"),
+                  "exec.h does not list PS_ERANGE for "
+                  "ps_exec_complete():\n%s",
+                  doc);
 }
 END_TEST
 

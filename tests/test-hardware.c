@@ -153,13 +153,11 @@ START_TEST(hardware_presets_generic_efficiency)
     static const struct {
         const char *name;
         double gemm, half, attn, intra, inter, moe;
-    } want[] = {{"a100-80g", 0.83, 384, 0.08, 1, 0.525, 0},
-                {"h100-sxm", 0.815, 288, 0.2, 0.7124, 1, 1875},
-                {"h800", 0.75, 128, 0.5, 0.8, 0.8, 0},
-                {"h200", 0.75, 128, 0.5, 0.8, 0.8, 0},
-                {"b200", 0.94, 192, 0.16, 0.2, 0.6, 2000},
-                {"gb200", 0.8925, 1768, 0.17, 0.3375, 1, 0},
-                {"ascend-910b", 0.75, 128, 0.5, 0.8, 0.8, 0}};
+    } want[] = {
+        {"a100-80g", 0.83, 384, 0.08, 1, 0.525, 0},  {"h100-sxm", 0.815, 288, 0.2, 0.7124, 1, 1875},
+        {"h800", 0.75, 128, 0.5, 0.8, 0.8, 0},       {"h200", 0.75, 128, 0.5, 0.8, 0.8, 0},
+        {"b200", 0.94, 192, 0.16, 0.2, 0.6, 2000},   {"gb200", 0.8925, 1768, 0.17, 0.3375, 1, 0},
+        {"ascend-910b", 0.75, 128, 0.5, 0.8, 0.8, 0}};
     ck_assert_ptr_null(ps_hardware_builtin_name(sizeof want / sizeof want[0]));
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         ps_hardware hw = preset(want[i].name);

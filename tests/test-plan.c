@@ -959,8 +959,8 @@ static void ls_compare(ps_plan *pl, const char *what)
         memcpy(en, pl->en, nn * sizeof *en);
         ps__order_natural(pl);
         double b = old_build(pl, feed);
-        ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "%s feed %d: makespan %.17g, was %.17g",
-                      what, feed, a, b);
+        ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "%s feed %d: makespan %.17g, was %.17g", what,
+                      feed, a, b);
         for (int s = 0; s < 2; s++)
             ck_assert_msg(memcmp(o[s], pl->ord[s], len[s] * sizeof(int32_t)) == 0,
                           "%s feed %d: stream %d's order differs", what, feed, s);

@@ -264,8 +264,10 @@ START_TEST(schedule_pytorch_interleaved_alias)
         ck_assert_int_eq(try_gen("Interleaved1F1B", 4, 2, m, 0, msg, sizeof msg), 0);
         ck_assert_int_eq(try_gen("interleaved", 4, 2, m, 0, msg, sizeof msg), PS_EUNSUPPORTED);
         char want[128];
-        snprintf(want, sizeof want, "; group_size (--group-size) %d accepts m=%d, and so does "
-                 "interleaved-rounds (PyTorch's rule)", m == 6 ? 6 : 5, m);
+        snprintf(want, sizeof want,
+                 "; group_size (--group-size) %d accepts m=%d, and so does "
+                 "interleaved-rounds (PyTorch's rule)",
+                 m == 6 ? 6 : 5, m);
         ck_assert_msg(strstr(msg, want), "%s", msg);
     }
     ck_assert_int_eq(try_gen("interleaved", 4, 2, 10, 5, msg, sizeof msg), 0);

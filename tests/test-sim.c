@@ -521,8 +521,10 @@ END_TEST
  * huge cost mixes and every family that takes them. */
 START_TEST(sim_idle_never_negative)
 {
-    static const double costs[][4] = {
-        {1e-300, 0, 0, 1}, {1e-300, 1e-300, 1e-300, 1}, {1e-20, 1e-20, 0, 1e6}, {4.9e-324, 0, 0, 1}};
+    static const double costs[][4] = {{1e-300, 0, 0, 1},
+                                      {1e-300, 1e-300, 1e-300, 1},
+                                      {1e-20, 1e-20, 0, 1e6},
+                                      {4.9e-324, 0, 0, 1}};
     static const char *const fams[] = {"adaptive", "1f1b", "zb-h1", "dualpipev", "gpipe"};
     for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
         for (size_t c = 0; c < sizeof costs / sizeof costs[0]; c++) {

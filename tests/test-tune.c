@@ -100,8 +100,8 @@ static int divides(long long n, long long d)
 static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                               const ps_tune_job *job, size_t *count)
 {
-    static const char *const fam[] = {"1f1b",  "interleaved", "zb-h1",     "zb-h2",   "zb-v",
-                                      "v-half", "v-min",      "dualpipe", "dualpipev", "adaptive"};
+    static const char *const fam[] = {"1f1b",   "interleaved", "zb-h1",    "zb-h2",     "zb-v",
+                                      "v-half", "v-min",       "dualpipe", "dualpipev", "adaptive"};
     static const int fam_vpp[] = {1, -1, 1, 1, 2, 2, 2, 1, 2, 0};
     int moe = m->experts > 0;
     size_t cap = 1 << 16, n = 0;
@@ -127,46 +127,62 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                         for (int dist = 0; dist < 2; dist++)
                                             for (int a2a = moe ? 1 : 0; a2a <= (moe ? 2 : 0);
                                                  a2a++) {
-        if (!divides(GPUS, tp) || !divides(GPUS, cp) || !divides(GPUS, pp) ||
-            (moe && !divides(m->experts, ep)) || (moe && !divides(GPUS, etp)) ||
-            (vpp > 1 && !divides(m->layers, vpp)) || !divides(GBS, mbs))
-            continue; /* not in the lists */
-        order++;
-        if (pp == 1 && (f != 0 || vpp != 1))
-            continue;
-        if ((fam_vpp[f] > 0 && vpp != fam_vpp[f]) || (fam_vpp[f] < 0 && vpp < 2))
-            continue;
-        ps_train t;
-        ps_train_init(&t);
-        t.gpus = GPUS, t.gbs = GBS, t.seq = SEQ;
-        t.tp = tp, t.cp = cp, t.pp = pp, t.ep = ep, t.etp = etp, t.vpp = vpp, t.mbs = mbs;
-        t.recompute = rec, t.distributed_optimizer = dist, t.a2a = a2a;
-        strcpy(t.schedule, fam[f]);
-        if (ps_estimate_run(e, m, hw, &t))
-            continue;
-        ps_estimate_result r;
-        ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
-        /* The bounds: the static memory is the estimate's own, the step bound below it. */
-        ps_tune_config c = {{tp, cp, pp, ep, etp, vpp, f, mbs, rec, dist, 0, a2a}};
-        double gib, lb, worst = 0;
-        ps__space_bounds(&sp, &c, r.dp, &gib, &lb);
-        for (int rk = 0; rk < pp; rk++) {
-            ps_rank_memory rm;
-            ck_assert_int_eq(ps_estimate_rank_memory(e, rk, &rm), 0);
-            double s = rm.weights + rm.grads + rm.optimizer + rm.overhead;
-            worst = s > worst ? s : worst;
-        }
-        ck_assert_msg(fabs(gib - worst) <= 1e-9 * worst, "%s %s tp%d pp%d vpp%d: bound %.12g, "
-                      "estimate %.12g", m->name, fam[f], tp, pp, vpp, gib, worst);
-        ck_assert_msg(lb <= r.step_time_s, "step bound %g above the step %g", lb, r.step_time_s);
-        if (r.peak_gib > limit)
-            continue;
-        if (n == cap)
-            rows = realloc(rows, (cap *= 2) * sizeof *rows);
-        brute_row *b = &rows[n++];
-        memcpy(b->knob, c.knob, sizeof b->knob);
-        b->step = r.step_time_s, b->peak = r.peak_gib, b->order = order;
-    }
+                                                if (!divides(GPUS, tp) || !divides(GPUS, cp) ||
+                                                    !divides(GPUS, pp) ||
+                                                    (moe && !divides(m->experts, ep)) ||
+                                                    (moe && !divides(GPUS, etp)) ||
+                                                    (vpp > 1 && !divides(m->layers, vpp)) ||
+                                                    !divides(GBS, mbs))
+                                                    continue; /* not in the lists */
+                                                order++;
+                                                if (pp == 1 && (f != 0 || vpp != 1))
+                                                    continue;
+                                                if ((fam_vpp[f] > 0 && vpp != fam_vpp[f]) ||
+                                                    (fam_vpp[f] < 0 && vpp < 2))
+                                                    continue;
+                                                ps_train t;
+                                                ps_train_init(&t);
+                                                t.gpus = GPUS, t.gbs = GBS, t.seq = SEQ;
+                                                t.tp = tp, t.cp = cp, t.pp = pp, t.ep = ep,
+                                                t.etp = etp, t.vpp = vpp, t.mbs = mbs;
+                                                t.recompute = rec, t.distributed_optimizer = dist,
+                                                t.a2a = a2a;
+                                                strcpy(t.schedule, fam[f]);
+                                                if (ps_estimate_run(e, m, hw, &t))
+                                                    continue;
+                                                ps_estimate_result r;
+                                                ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+                                                /* The bounds: the static memory is the estimate's
+                                                 * own, the step bound below it. */
+                                                ps_tune_config c = {{tp, cp, pp, ep, etp, vpp, f,
+                                                                     mbs, rec, dist, 0, a2a}};
+                                                double gib, lb, worst = 0;
+                                                ps__space_bounds(&sp, &c, r.dp, &gib, &lb);
+                                                for (int rk = 0; rk < pp; rk++) {
+                                                    ps_rank_memory rm;
+                                                    ck_assert_int_eq(
+                                                        ps_estimate_rank_memory(e, rk, &rm), 0);
+                                                    double s = rm.weights + rm.grads +
+                                                               rm.optimizer + rm.overhead;
+                                                    worst = s > worst ? s : worst;
+                                                }
+                                                ck_assert_msg(fabs(gib - worst) <= 1e-9 * worst,
+                                                              "%s %s tp%d pp%d vpp%d: bound %.12g, "
+                                                              "estimate %.12g",
+                                                              m->name, fam[f], tp, pp, vpp, gib,
+                                                              worst);
+                                                ck_assert_msg(lb <= r.step_time_s,
+                                                              "step bound %g above the step %g", lb,
+                                                              r.step_time_s);
+                                                if (r.peak_gib > limit)
+                                                    continue;
+                                                if (n == cap)
+                                                    rows = realloc(rows, (cap *= 2) * sizeof *rows);
+                                                brute_row *b = &rows[n++];
+                                                memcpy(b->knob, c.knob, sizeof b->knob);
+                                                b->step = r.step_time_s, b->peak = r.peak_gib,
+                                                b->order = order;
+                                            }
     ps_estimate_free(e);
     qsort(rows, n, sizeof *rows, brute_cmp);
     *count = n;

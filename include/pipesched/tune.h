@@ -42,9 +42,9 @@ typedef enum ps_tune_knob {
     PS_KNOB_CP,
     PS_KNOB_PP,
     PS_KNOB_EP,
-    PS_KNOB_ETP,       /* 0 for a dense model (= tp) */
+    PS_KNOB_ETP, /* 0 for a dense model (= tp) */
     PS_KNOB_VPP,
-    PS_KNOB_SCHEDULE,  /* an index into ps_tune_family_name */
+    PS_KNOB_SCHEDULE, /* an index into ps_tune_family_name */
     PS_KNOB_MBS,
     PS_KNOB_RECOMPUTE, /* a ps_recompute */
     PS_KNOB_DISTOPT,   /* 0 or 1: the distributed optimizer */
@@ -115,20 +115,20 @@ typedef struct ps_tune_row {
     ps_tune_config config;
     uint64_t index; /* the candidate's number */
     ps_estimate_result result;
-    int32_t gap;    /* PS_GAP_* */
-    double gap_s;   /* its seconds */
+    int32_t gap;  /* PS_GAP_* */
+    double gap_s; /* its seconds */
 } ps_tune_row;
 
 typedef struct ps_tune_stats {
-    uint64_t candidates;    /* the product of the knobs' value lists */
-    uint64_t rejected;      /* by the cheap checks */
-    uint64_t simulated;     /* ps_estimate_run calls */
-    uint64_t failed;        /* simulated, refused by the estimate (schedule constraints) */
-    uint64_t over_memory;   /* simulated, peak above the limit */
-    uint64_t fitting;       /* simulated and fitting */
-    uint64_t pruned;        /* skipped by the bound (depends on threads and timing) */
-    uint64_t bound_breaks;  /* simulated steps below their lower bound: 0, or a bug */
-    double seconds;         /* wall time of the search */
+    uint64_t candidates;   /* the product of the knobs' value lists */
+    uint64_t rejected;     /* by the cheap checks */
+    uint64_t simulated;    /* ps_estimate_run calls */
+    uint64_t failed;       /* simulated, refused by the estimate (schedule constraints) */
+    uint64_t over_memory;  /* simulated, peak above the limit */
+    uint64_t fitting;      /* simulated and fitting */
+    uint64_t pruned;       /* skipped by the bound (depends on threads and timing) */
+    uint64_t bound_breaks; /* simulated steps below their lower bound: 0, or a bug */
+    double seconds;        /* wall time of the search */
     double candidates_per_s, simulated_per_s;
     int32_t threads;
     double limit_gib;       /* hbm_gib - mem_reserve_gib */

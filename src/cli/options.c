@@ -50,10 +50,8 @@ static const cli_choice recomputes[] = {{"none", PS_RECOMPUTE_NONE},
                                         {"selective", PS_RECOMPUTE_SELECTIVE},
                                         {"full", PS_RECOMPUTE_FULL},
                                         {NULL, 0}};
-static const cli_choice a2as[] = {{"auto", PS_A2A_AUTO},
-                                  {"flat", PS_A2A_FLAT},
-                                  {"hierarchical", PS_A2A_HIERARCHICAL},
-                                  {NULL, 0}};
+static const cli_choice a2as[] = {
+    {"auto", PS_A2A_AUTO}, {"flat", PS_A2A_FLAT}, {"hierarchical", PS_A2A_HIERARCHICAL}, {NULL, 0}};
 static const cli_choice kinds[] = {{"timeline", CLI_KIND_TIMELINE},
                                    {"overlap", CLI_KIND_OVERLAP},
                                    {"dag", CLI_KIND_DAG},
@@ -231,7 +229,11 @@ const cli_option cli_options[] = {
      .metavar = "NAME|FILE",
      .commands = EST " tune",
      .help = "a hardware preset (docs/hardware.md) or a hardware file"},
-    {.name = "gpus", INT(gpus, 1, 1 << 24), .metavar = "N", .commands = EST " tune", .help = "devices"},
+    {.name = "gpus",
+     INT(gpus, 1, 1 << 24),
+     .metavar = "N",
+     .commands = EST " tune",
+     .help = "devices"},
     {.name = "gpus-per-node",
      INT(gpus_per_node, 1, 4096),
      .metavar = "G",

@@ -19,8 +19,7 @@ typedef struct cli_viz_api {
                         void *ud);
     int (*overlap_svg)(ps_viz *v, const ps_plan_op *ops, size_t n, const ps_plan_stats *stats,
                        const char *title, ps_write_fn write, void *ud);
-    int (*dag_svg)(ps_viz *v, const ps_schedule *s, const ps_sim *sim, ps_write_fn write,
-                   void *ud);
+    int (*dag_svg)(ps_viz *v, const ps_schedule *s, const ps_sim *sim, ps_write_fn write, void *ud);
 } cli_viz_api;
 
 extern cli_viz_api cli_viz;

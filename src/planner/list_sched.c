@@ -48,10 +48,10 @@ static inline int ready(const ps_plan *pl, int32_t k, int use_x)
 typedef struct picker {
     const ps__plan_node *n;
     int prefer_feed;
-    int32_t *cls;      /* rank of the node's priority class (higher = more urgent) */
-    int32_t *pos;      /* place in its stream's order as given; -1 once taken */
-    int32_t *pend;     /* predecessors not ended yet */
-    int32_t *soff;     /* successors of k: succ[soff[k] .. soff[k+1]) */
+    int32_t *cls;  /* rank of the node's priority class (higher = more urgent) */
+    int32_t *pos;  /* place in its stream's order as given; -1 once taken */
+    int32_t *pend; /* predecessors not ended yet */
+    int32_t *soff; /* successors of k: succ[soff[k] .. soff[k+1]) */
     int32_t *succ;
     int32_t *sid;      /* the stream whose order holds the node, -1 none */
     int32_t *given[2]; /* the orders as given (pl->tmp) */
@@ -113,8 +113,7 @@ static int32_t heap_pop(picker *w, int s)
 }
 
 /* Priority classes, successor lists, predecessor counts and the first ready operations. */
-static void picker_init(ps_plan *pl, picker *w, int32_t *o[2], const size_t len[2],
-                        int prefer_feed)
+static void picker_init(ps_plan *pl, picker *w, int32_t *o[2], const size_t len[2], int prefer_feed)
 {
     size_t nn = pl->nn;
     int32_t *ws = pl->lsw;

@@ -25,8 +25,8 @@ static const struct {
     int vpp;
     int place; /* 0 loop, 1 V, 2 bidirectional */
 } families[PS__TUNE_FAMILIES] = {
-    {"1f1b", 1, 0},  {"interleaved", -1, 0}, {"zb-h1", 1, 0},    {"zb-h2", 1, 0},
-    {"zb-v", 2, 1},  {"v-half", 2, 1},       {"v-min", 2, 1},    {"dualpipe", 1, 2},
+    {"1f1b", 1, 0},      {"interleaved", -1, 0}, {"zb-h1", 1, 0}, {"zb-h2", 1, 0},
+    {"zb-v", 2, 1},      {"v-half", 2, 1},       {"v-min", 2, 1}, {"dualpipe", 1, 2},
     {"dualpipev", 2, 1}, {"adaptive", 0, 0},
 };
 enum { F_1F1B = 0, F_INTERLEAVED = 1, F_DUALPIPE = 7, F_DUALPIPEV = 8, F_ADAPTIVE = 9 };
@@ -59,8 +59,9 @@ const char *ps__tune_reason_text(int reason)
 /* ---- names and words ----------------------------------------------------------------------- */
 
 static const char *const knob_names[PS_KNOBS] = {
-    "tp",  "cp",        "pp",        "ep",                    "etp",       "vpp",
-    "schedule", "mbs", "recompute", "distributed-optimizer", "precision", "a2a"};
+    "tp",        "cp",       "pp",  "ep",        "etp",
+    "vpp",       "schedule", "mbs", "recompute", "distributed-optimizer",
+    "precision", "a2a"};
 
 const char *ps_tune_knob_name(int knob)
 {
@@ -315,17 +316,19 @@ int ps__space_build(ps__space *s, const ps_transformer *m, const ps_hardware *hw
         return ps__seterr(err, PS_ECONFIG,
                           "mem_reserve_gib %g leaves no memory of the %g GiB of %s",
                           job->mem_reserve_gib, hw->hbm_gib, hw->name);
-    if (k->nallow[PS_KNOB_PRECISION] && has(k->allow[PS_KNOB_PRECISION],
-                                            k->nallow[PS_KNOB_PRECISION], PS_PREC_FP8) &&
+    if (k->nallow[PS_KNOB_PRECISION] &&
+        has(k->allow[PS_KNOB_PRECISION], k->nallow[PS_KNOB_PRECISION], PS_PREC_FP8) &&
         !(hw->peak_tflops_fp8 > 0))
-        return ps__seterr(err, PS_ECONFIG, "precision fp8 is allowed, but hardware %s has no "
-                          "FP8 peak (peak_tflops_fp8 = 0)", hw->name);
+        return ps__seterr(err, PS_ECONFIG,
+                          "precision fp8 is allowed, but hardware %s has no "
+                          "FP8 peak (peak_tflops_fp8 = 0)",
+                          hw->name);
     uint64_t total = 1;
     for (int i = PS_KNOBS - 1; i >= 0; i--) {
         int32_t cand[PS__TUNE_MAXV], nc;
         int named = k->nallow[i] > 0;
-        candidates(s, i, named && (i != PS_KNOB_PRECISION ||
-                                   has(k->allow[i], k->nallow[i], PS_PREC_FP8)),
+        candidates(s, i,
+                   named && (i != PS_KNOB_PRECISION || has(k->allow[i], k->nallow[i], PS_PREC_FP8)),
                    cand, &nc);
         int32_t *v = s->vals[i], n = 0;
         for (int32_t c = 0; c < nc; c++)

@@ -53,7 +53,7 @@ typedef struct ps__space {
     int32_t nv[PS_KNOBS];
     uint64_t stride[PS_KNOBS]; /* candidate number = sum of value index x stride */
     uint64_t total;
-    double flops;     /* model FLOPs of one iteration */
+    double flops;        /* model FLOPs of one iteration */
     double flops_rec[3]; /* the FLOPs recompute adds, by ps_recompute: 0, the attention core's
                             forward (selective), every layer's forward (full) */
     /* Parameters of one layer (whole model): dense part and routed experts, dense and MoE. */
