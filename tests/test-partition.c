@@ -7,6 +7,7 @@
  * SPDX-License-Identifier: MIT
  */
 #include "common.h"
+#include "estimate_alloc.h"
 
 #include "model/partition.h" /* the search's statistics */
 
@@ -506,26 +507,7 @@ START_TEST(partition_alloc_failure)
     ps_hardware h = toy_hw();
     ps_train t = toy_train(3, 1, 6, "1f1b");
     t.layout = "auto";
-    for (int k = 0; k < 2; k++) {
-        for (long n = 1;; n++) {
-            counting_alloc ca = {0};
-            ca.fail_at = n;
-            ps_allocator al = counting_allocator(&ca);
-            ps_estimate *e = NULL;
-            int rc = ps_estimate_new(&e, &al);
-            if (!rc)
-                rc = ps_estimate_run(e, models[k], &h, &t);
-            if (!rc)
-                rc = ps_estimate_run(e, models[k], &h, &t);
-            ps_estimate_free(e);
-            ck_assert_int_eq(ca.live, 0);
-            if (rc == 0) {
-                ck_assert_int_lt(ca.calls, n);
-                break;
-            }
-            ck_assert_msg(rc == PS_ENOMEM, "model %d, call %ld: %d", k, n, rc);
-        }
-    }
+    check_estimate_alloc_failure(models, 2, &h, &t);
 }
 END_TEST
 
