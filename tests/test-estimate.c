@@ -35,6 +35,16 @@ static ps_transformer small_model(void)
     return m;
 }
 
+/* The small model with 8 layers, the first dense, 8 experts top-2 of 512, one shared expert,
+ * SwiGLU and RMSNorm: the MoE model of several tests below. */
+static ps_transformer small_moe_model(void)
+{
+    ps_transformer m = small_model();
+    m.layers = 8, m.experts = 8, m.top_k = 2, m.moe_ffn = 512, m.first_dense = 1;
+    m.shared_experts = 1, m.gated_mlp = 1, m.rms_norm = 1;
+    return m;
+}
+
 /* 100 TFLOP/s bf16 (200 fp8), flat GEMM efficiency 0.5, attention 0.25, HBM 1000 GB/s at
  * 0.5, links 100 / 10 GB/s at full bus efficiency, 1 us / 5 us latency, 8 per node. */
 static ps_hardware small_hw(void)
@@ -357,9 +367,7 @@ END_TEST
  */
 START_TEST(estimate_moe_through_planner)
 {
-    ps_transformer m = small_model();
-    m.layers = 8, m.experts = 8, m.top_k = 2, m.moe_ffn = 512, m.first_dense = 1;
-    m.shared_experts = 1, m.gated_mlp = 1, m.rms_norm = 1;
+    ps_transformer m = small_moe_model();
     ps_hardware h = small_hw();
     ps_train t = small_train();
     t.gpus = 8, t.pp = 4, t.ep = 2, t.gbs = 16;
@@ -759,9 +767,7 @@ END_TEST
  */
 START_TEST(estimate_moe_zb_auto_extras)
 {
-    ps_transformer m = small_model();
-    m.layers = 8, m.experts = 8, m.top_k = 2, m.moe_ffn = 512, m.first_dense = 1;
-    m.shared_experts = 1, m.gated_mlp = 1, m.rms_norm = 1;
+    ps_transformer m = small_moe_model();
     ps_hardware h = small_hw();
     ps_train t = small_train();
     t.gpus = 8, t.pp = 4, t.ep = 2, t.gbs = 16;
