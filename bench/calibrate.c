@@ -489,6 +489,12 @@ static void set_params(ps_hardware *hw, const double *p)
     hw->moe_layer_us = p[P_MOE];
 }
 
+/* Every fit starts from the generic (uncalibrated) figures of src/model/hardware.c
+ * (GENERIC_EFFICIENCY), never from a preset's: a preset was fitted on every row, so starting a
+ * held-out fit there would leak the held-out model into it, and the report would depend on the
+ * figures an earlier run committed. */
+static const double start[N_PARAMS] = {0.75, 0.5, 128, 0.8, 0.8, 0};
+
 static void get_params(const ps_hardware *hw, double *p)
 {
     p[P_GEMM] = hw->gemm_eff;
@@ -501,6 +507,7 @@ static void get_params(const ps_hardware *hw, double *p)
 
 static ps_estimate *est;
 static long runs;
+static int only = -1; /* --only GPU: the fits of that hardware alone (-1: all) */
 
 /* Predicts w on hw: 0 and w->pred, or the estimate's error (message in w->skip). */
 static int predict(row *w, const ps_hardware *hw)
@@ -560,21 +567,11 @@ static double mape(const selection *s, const double *p)
     return k ? sum / k : INFINITY;
 }
 
-/* Grid over gemm_eff and attn_eff (the others at their start), then coordinate descent over
- * every figure with steps that halve when no move helps. p: in the start, out the fit. */
-static double fit(const selection *s, double *p)
+/* Coordinate descent from p over every figure, with steps that halve when no move helps:
+ * p in the start (whose MAPE is *best), out the fit. */
+static void descend(const selection *s, double *p, double *best)
 {
-    double best = INFINITY, q[N_PARAMS];
-    memcpy(q, p, sizeof q);
-    for (double g = 0.30; g <= 1.0001; g += 0.10)
-        for (double a = 0.20; a <= 1.0001; a += 0.20) {
-            q[P_GEMM] = g, q[P_ATTN] = a;
-            double e = mape(s, q);
-            if (e < best) {
-                best = e;
-                memcpy(p, q, sizeof q);
-            }
-        }
+    double q[N_PARAMS];
     double step[N_PARAMS] = {0.04, 0.08, 128, 0.1, 0.1, 1000};
     for (int pass = 0; pass < 16; pass++) {
         int moved = 0;
@@ -585,8 +582,8 @@ static double fit(const selection *s, double *p)
                 if (q[k] == p[k])
                     continue;
                 double e = mape(s, q);
-                if (e < best - 1e-9) {
-                    best = e;
+                if (e < *best - 1e-9) {
+                    *best = e;
                     memcpy(p, q, sizeof q);
                     moved = 1;
                 }
@@ -599,6 +596,56 @@ static double fit(const selection *s, double *p)
             }
             if (small)
                 break;
+        }
+    }
+}
+
+/* The MAPE surface has several valleys (the GEMM, bus and MoE figures trade against each
+ * other), so one descent from the generic start stops in whichever it starts in. A grid over
+ * gemm_eff, attn_eff, bus_eff_intra and (when the rows have dropless MoE layers) moe_layer_us,
+ * the other figures at their start, then a descent from each of the N_STARTS best grid points;
+ * the best end wins (ties: the earlier grid point). p: in the start, out the fit. */
+#define N_STARTS 3
+static double fit(const selection *s, double *p)
+{
+    static const double gemm[] = {0.5, 0.6, 0.7, 0.8, 0.9, 1.0}, attn[] = {0.08, 0.15, 0.3, 0.6},
+                        intra[] = {0.25, 0.5, 0.8}, moe[] = {0, 2000, 4000};
+    int dropless = 0;
+    for (int i = 0; i < s->n; i++)
+        dropless |= selected(s, &s->rows[i]) && s->rows[i].m.experts > 0 &&
+                    !s->rows[i].t.moe_token_drop;
+    int n_moe = dropless ? 3 : 1;
+    double top[N_STARTS][N_PARAMS], top_e[N_STARTS];
+    for (int k = 0; k < N_STARTS; k++)
+        top_e[k] = INFINITY;
+    double q[N_PARAMS];
+    memcpy(q, p, sizeof q);
+    for (int ig = 0; ig < 6; ig++)
+        for (int ia = 0; ia < 4; ia++)
+            for (int ii = 0; ii < 3; ii++)
+                for (int im = 0; im < n_moe; im++) {
+                    q[P_GEMM] = gemm[ig], q[P_ATTN] = attn[ia], q[P_INTRA] = intra[ii];
+                    q[P_MOE] = moe[im];
+                    double e = mape(s, q);
+                    int at = N_STARTS;
+                    while (at > 0 && e < top_e[at - 1])
+                        at--;
+                    if (at == N_STARTS)
+                        continue;
+                    for (int k = N_STARTS - 1; k > at; k--) {
+                        top_e[k] = top_e[k - 1];
+                        memcpy(top[k], top[k - 1], sizeof top[k]);
+                    }
+                    top_e[at] = e;
+                    memcpy(top[at], q, sizeof q);
+                }
+    double best = INFINITY;
+    for (int k = 0; k < N_STARTS && isfinite(top_e[k]); k++) {
+        double e = top_e[k];
+        descend(s, top[k], &e);
+        if (e < best) {
+            best = e;
+            memcpy(p, top[k], sizeof top[k]);
         }
     }
     return best;
@@ -790,7 +837,11 @@ static int calibrate(const char *path, int do_fit)
     /* 2. Leave one model out per hardware. */
     printf("\n== 2. cross-validation: leave one model out, per hardware ==\n");
     double *cv_pred = calloc((size_t)n, sizeof *cv_pred);
+    for (int i = 0; i < n; i++)
+        cv_pred[i] = NAN; /* a row no fit predicts (another hardware with --only) */
     for (int h = 0; h < N_HW; h++) {
+        if (only >= 0 && h != only)
+            continue;
         int groups[64], ng = 0;
         for (int i = 0; i < n; i++) {
             if (rows[i].hw != h)
@@ -802,10 +853,8 @@ static int calibrate(const char *path, int do_fit)
                 groups[ng++] = rows[i].group;
         }
         for (int g = 0; g < ng; g++) {
-            ps_hardware hw;
-            ps_hardware_builtin(gpu_map[h].preset, &hw);
             double p[N_PARAMS];
-            get_params(&hw, p);
+            memcpy(p, start, sizeof p);
             const char *name = "";
             for (int i = 0; i < n; i++)
                 if (rows[i].hw == h && rows[i].group == groups[g])
@@ -854,6 +903,9 @@ static int calibrate(const char *path, int do_fit)
         ps_hardware hw;
         ps_hardware_builtin(gpu_map[h].preset, &hw);
         get_params(&hw, p[h]);
+        if (only >= 0 && h != only)
+            continue;
+        memcpy(p[h], start, sizeof p[h]);
         selection all = {rows, n, h, -1, 0};
         double e = fit(&all, p[h]);
         printf("  %-8s %-9s MAPE %5.1f%%:", gpu_map[h].gpu, gpu_map[h].preset, 100 * e);
@@ -978,10 +1030,31 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--speed") == 0)
         return speed();
-    if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: pipesched-calibrate CALIBRATION.csv [--no-fit]\n"
-                        "       pipesched-calibrate --speed\n");
+    int do_fit = 1, bad = argc < 2 || argv[1][0] == '-';
+    for (int i = 2; i < argc && !bad; i++) {
+        if (strcmp(argv[i], "--no-fit") == 0) {
+            do_fit = 0;
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            i++;
+            for (int h = 0; h < N_HW; h++)
+                if (strcmp(argv[i], gpu_map[h].gpu) == 0)
+                    only = h;
+            if (only < 0) {
+                fprintf(stderr, "pipesched-calibrate: --only %s: not a GPU with a preset "
+                                "(A100, H100-SXM, B200, GB200)\n",
+                        argv[i]);
+                return 2;
+            }
+        } else {
+            bad = 1;
+        }
+    }
+    if (bad) {
+        fprintf(stderr, "usage: pipesched-calibrate CALIBRATION.csv [--no-fit] [--only GPU]\n"
+                        "       pipesched-calibrate --speed\n"
+                        "--only GPU fits (and cross-validates) that hardware alone; the others "
+                        "keep their presets' figures.\n");
         return 2;
     }
-    return calibrate(argv[1], !(argc >= 3 && strcmp(argv[2], "--no-fit") == 0));
+    return calibrate(argv[1], do_fit);
 }

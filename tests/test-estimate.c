@@ -489,9 +489,11 @@ START_TEST(estimate_group_size)
 }
 END_TEST
 
-/* moe_layer_us adds its fixed time once to a MoE layer's forward MLP and once to its input
- * gradient, and nothing to a dense layer or to the weight gradient; with token drop (the
- * routing's sizes known in advance) nothing at all. */
+/* moe_layer_us is the host's floor of a MoE layer's forward and of its input gradient: the
+ * pass takes max(its compute-stream parts, the floor), the difference spent in the MLP
+ * operation; a floor below the parts changes nothing, and a dense layer, the weight gradient
+ * and token drop (the routing's sizes known in advance) are never touched. The expected
+ * values come from the run without a floor. */
 START_TEST(estimate_moe_fixed_time)
 {
     ps_transformer m = small_model();
@@ -503,13 +505,24 @@ START_TEST(estimate_moe_fixed_time)
     ps_estimate *e = run_ok(&m, &h, &t);
     ps_moe_model a, b;
     ck_assert_int_eq(ps_problem_get_moe(ps_estimate_problem(e), &a), 0);
-    h.moe_layer_us = 250;
-    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
-    ck_assert_int_eq(ps_problem_get_moe(ps_estimate_problem(e), &b), 0);
-    for (int k = 0; k < PS_OP_LAYER_COUNT; k++) {
-        double want = k == PS_OP_MLP || k == PS_OP_MLP_DX ? 250e-6 : 0.0;
-        near(b.moe.t[k] - a.moe.t[k] + 1.0, 1.0 + want);
-        near(b.dense.t[k], a.dense.t[k]);
+    double f = a.moe.t[PS_OP_ATTN] + a.moe.t[PS_OP_MLP] + a.moe.t[PS_OP_SHARED];
+    double i = a.moe.t[PS_OP_ATTN_DX] + a.moe.t[PS_OP_MLP_DX] + a.moe.t[PS_OP_SHARED_DX];
+    ck_assert(f > 0 && i > f);
+    /* A floor between F and I: F is lifted to it, I (longer) is not; then one above both. */
+    double floors[3] = {0.5 * f, 0.5 * (f + i), 2.0 * i};
+    for (int c = 0; c < 3; c++) {
+        h.moe_layer_us = floors[c] * 1e6;
+        ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+        ck_assert_int_eq(ps_problem_get_moe(ps_estimate_problem(e), &b), 0);
+        for (int k = 0; k < PS_OP_LAYER_COUNT; k++) {
+            double want = 0.0;
+            if (k == PS_OP_MLP && floors[c] > f)
+                want = floors[c] - f;
+            if (k == PS_OP_MLP_DX && floors[c] > i)
+                want = floors[c] - i;
+            near(b.moe.t[k] - a.moe.t[k] + 1.0, 1.0 + want);
+            near(b.dense.t[k], a.dense.t[k]);
+        }
     }
     t.moe_token_drop = 1;
     ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);

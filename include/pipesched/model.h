@@ -123,8 +123,9 @@ typedef struct ps_hardware {
     double bus_eff_intra; /* achieved fraction of intra_gbps of a large collective */
     double bus_eff_inter; /* achieved fraction of inter_gbps of a large collective */
     double overhead_gib;  /* framework memory per device (context, allocator), GiB */
-    double moe_layer_us;  /* fixed seconds (us) of a MoE layer's forward and of its backward:
-                             routing's host synchronisation and dispatch launches */
+    double moe_layer_us;  /* the host's floor (us) of a MoE layer's forward and of its
+                             backward: a pass takes max(device work, floor); the routing's
+                             host synchronisation and dispatch launches */
 } ps_hardware;
 
 /* The built-in preset named `name` (case-insensitive): 0 or PS_ENOTFOUND. */

@@ -55,7 +55,7 @@ typedef struct ps__layer_s {
     double shared;          /* shared experts */
     double mem_attn;        /* memory-bound kernels of the attention half in F (norm, residual) */
     double mem_mlp;         /* ... of the MLP half in F (norm, residual, activation, permutes) */
-    double fixed;           /* fixed time of the layer's F and of its I (MoE routing) */
+    double fixed;           /* the host's floor of the layer's F and of its I (MoE) */
     double tp_attn, tp_mlp; /* TP collectives around attention / the MLP, one direction */
     double cp_f, cp_b;      /* exposed CP ring exchange in F and in I */
     double cp_total;        /* the CP ring exchange of F (its total, hidden or not) */

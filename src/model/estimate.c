@@ -341,19 +341,29 @@ static void derive(const ps__setup *u, derived *d)
     d->act_logits = 4.0 * u->T * u->m->vocab / u->tp; /* fp32 logits */
 }
 
-/* Layer forward time (compute and exposed communication) and its parts. */
+/* A pass of a layer takes at least the host's floor (l->fixed: a dropless MoE layer's launches
+ * and routing synchronisation, which the device's work hides only when it is longer). */
+static double floored(double t, const ps__layer_s *l)
+{
+    return t > l->fixed ? t : l->fixed;
+}
+
+/* Layer forward time (compute and exposed communication, at least the host's floor). */
 static double layer_f(const ps__layer_s *l)
 {
-    return l->attn_gemm + l->attn_core + l->mlp_gemm + l->router + l->expert + l->shared +
-           l->mem_attn + l->mem_mlp + l->fixed + l->tp_attn + l->tp_mlp + l->cp_f;
+    return floored(l->attn_gemm + l->attn_core + l->mlp_gemm + l->router + l->expert + l->shared +
+                       l->mem_attn + l->mem_mlp + l->tp_attn + l->tp_mlp + l->cp_f,
+                   l);
 }
 
 /* Layer input-gradient time without recompute: the GEMMs again, the attention core twice,
- * the memory-bound kernels twice, the fixed part, the communication. */
+ * the memory-bound kernels twice, the communication; at least the host's floor. */
 static double layer_i(const ps__layer_s *l)
 {
-    return l->attn_gemm + l->mlp_gemm + l->router + l->expert + l->shared + 2.0 * l->attn_core +
-           2.0 * (l->mem_attn + l->mem_mlp) + l->fixed + l->tp_attn + l->tp_mlp + l->cp_b;
+    return floored(l->attn_gemm + l->mlp_gemm + l->router + l->expert + l->shared +
+                       2.0 * l->attn_core + 2.0 * (l->mem_attn + l->mem_mlp) + l->tp_attn +
+                       l->tp_mlp + l->cp_b,
+                   l);
 }
 
 /* Fills every virtual stage's F/I/W (dense path: everything; MoE path: the extras), its TP and
@@ -465,10 +475,16 @@ static int moe_model(ps_estimate *e, const ps__setup *u, const derived *d, ps_mo
                            (sel ? L->attn_core : 0.0) + (full ? layer_f(L) : 0.0);
         t[PS_OP_ATTN_DW] = agemm;
         double mlp = moe ? L->expert : L->mlp_gemm;
-        t[PS_OP_MLP] = mlp + L->mem_mlp + L->fixed + L->tp_mlp;
-        t[PS_OP_MLP_DX] = mlp + 2.0 * L->mem_mlp + L->fixed + L->tp_mlp;
+        t[PS_OP_MLP] = mlp + L->mem_mlp + L->tp_mlp;
+        t[PS_OP_MLP_DX] = mlp + 2.0 * L->mem_mlp + L->tp_mlp;
         t[PS_OP_MLP_DW] = mlp;
         t[PS_OP_SHARED] = t[PS_OP_SHARED_DX] = t[PS_OP_SHARED_DW] = moe ? L->shared : 0.0;
+        /* The host's floor of the pass: what the compute stream's F (and I) parts do not cover
+         * is spent in the MLP operation, where the routing synchronises. */
+        double f = t[PS_OP_ATTN] + t[PS_OP_MLP] + t[PS_OP_SHARED];
+        double i = t[PS_OP_ATTN_DX] + t[PS_OP_MLP_DX] + t[PS_OP_SHARED_DX];
+        t[PS_OP_MLP] += f < L->fixed ? L->fixed - f : 0.0;
+        t[PS_OP_MLP_DX] += i < L->fixed ? L->fixed - i : 0.0;
     }
     return 0;
 }

@@ -203,7 +203,7 @@ static const hw_key keys[] = {
     {F64(overhead_gib), .kind = KEY_EFFICIENCY, .lo = 0, .hi = HW_MAX,
      .doc = "framework memory per device (context, allocator), GiB; below `hbm_gib`"},
     {F64(moe_layer_us), .kind = KEY_EFFICIENCY, .lo = 0, .hi = 1e6,
-     .doc = "fixed time of a MoE layer's forward and of its backward, µs (routing's host "
+     .doc = "the host's floor of a MoE layer's forward and of its backward, µs (routing's host "
             "synchronisation, dispatch launches)"},
 };
 
