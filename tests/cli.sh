@@ -41,6 +41,25 @@ for c in list generate simulate check plan demo; do
 done
 expect 0 "--help" -- "$bin" --help
 expect 2 "no command" -- "$bin"
+# A command of subcommands: the next word picks one, which parses the rest.
+expect 0 "balance --help" -- "$bin" balance --help
+contains "$tmp/out" "usage: pipesched balance data|experts" "balance --help text"
+contains "$tmp/out" "experts " "balance --help lists its subcommands"
+expect 2 "balance without a subcommand" -- "$bin" balance
+contains "$tmp/err" "balance needs a subcommand: data, experts" "balance names its subcommands"
+expect 2 "balance unknown subcommand" -- "$bin" balance frob
+contains "$tmp/err" 'unknown balance subcommand "frob" (data, experts)' "unknown subcommand named"
+expect 2 "balance takes no options itself" -- "$bin" balance --json
+contains "$tmp/err" "balance does not take --json" "the parent takes only --help"
+for c in data experts; do
+    expect 0 "balance $c --help" -- "$bin" balance "$c" --help
+    contains "$tmp/out" "usage: pipesched balance $c" "balance $c --help text"
+    expect 0 "help balance $c" -- "$bin" help balance "$c"
+    contains "$tmp/out" "usage: pipesched balance $c" "help balance $c text"
+done
+expect 2 "help balance unknown" -- "$bin" help balance frob
+expect 2 "balance data option of another command" -- "$bin" balance data --pp 2
+contains "$tmp/err" "balance data does not take --pp" "a subcommand's options are its own"
 expect 2 "unknown command" -- "$bin" frobnicate
 expect 0 "list" -- "$bin" list
 contains "$tmp/out" "Interleaved1F1B" "list shows PyTorch aliases"
@@ -135,7 +154,7 @@ contains "$tmp/err" "--json and --format csv contradict each other" "check: json
 expect 0 "--json with --format json" -- "$bin" simulate --json -f json -p 2 -m 2
 contains "$tmp/out" '"metrics":{"makespan":' "--json -f json: the timed schedule with the metrics"
 expect 0 "help --help" -- "$bin" help --help
-contains "$tmp/out" "usage: pipesched help [COMMAND]" "help --help prints help's usage"
+contains "$tmp/out" "usage: pipesched help [COMMAND [SUBCOMMAND]]" "help --help prints help's usage"
 expect 2 "simulate -o to a missing folder" -- "$bin" simulate -o "$tmp/none/m.txt"
 contains "$tmp/err" "cannot write $tmp/none/m.txt: No such file or directory" "simulate -o says why"
 expect 2 "plan -o to a missing folder" -- "$bin" plan --config "$tmp/plan.json" -o "$tmp/none/p.txt"
@@ -402,7 +421,7 @@ contains "$tmp/err" 'unknown format "xml" (table, json, csv, csv-comms)' "choice
 # `pipesched --help` lists the built commands in a stable order.
 order="list generate simulate check"
 "$bin" help run >/dev/null 2>&1 && order="$order run"
-order="$order plan estimate tune"
+order="$order plan estimate tune balance"
 "$bin" help draw >/dev/null 2>&1 && order="$order draw"
 order="$order demo help"
 expect 0 "--help lists the commands" -- "$bin" --help

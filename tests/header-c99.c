@@ -4,6 +4,7 @@
  * runs.
  * SPDX-License-Identifier: MIT
  */
+#include <pipesched/balance.h>
 #include <pipesched/model.h>
 #include <pipesched/pipesched.h>
 #include <pipesched/viz.h>

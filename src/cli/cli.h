@@ -46,6 +46,10 @@ typedef struct cli_opts {
     double mem_reserve;
     long long threads, top;
     int no_prune;
+    /* balance data (balance_data.c) */
+
+    /* balance experts (balance_experts.c) */
+
 } cli_opts;
 
 typedef enum { CLI_FLAG, CLI_INT, CLI_STRING, CLI_DECIMAL, CLI_CHOICE } cli_arg_type;
@@ -57,7 +61,7 @@ typedef struct cli_choice {
 } cli_choice;
 
 /* Bounds of the table, for parse.c's static getopt tables; options.c checks them. */
-#define CLI_MAX_OPTIONS 64
+#define CLI_MAX_OPTIONS 128
 #define CLI_MAX_ALIASES 2
 
 /* One option. The range fields apply to the type that names them. */
@@ -90,7 +94,7 @@ typedef struct cli_option_help {
 } cli_option_help;
 
 typedef struct cli_command {
-    const char *name;
+    const char *name;    /* a subcommand's is both words: "balance data" */
     const char *operand; /* the positional argument it takes ("FILE.csv"), NULL for none */
     const char *summary; /* its line in `pipesched --help` */
     const char *usage, *about;
@@ -106,6 +110,11 @@ typedef struct cli_command {
      * cli_find("draw") says whether this build can draw. Returns the exit status. */
     int (*timeline_svg)(const ps_schedule *s, const ps_sim *sim, const char *unit, const char *what,
                         const char *path);
+    /* A command made of subcommands (`balance data`, `balance experts`): NULL-terminated, NULL
+     * for a plain command. The word after the command names one, which then parses the rest of
+     * the line as a command of its own (main.c); option rows name it by both words. The parent
+     * itself takes only the options of every command (--help) and has no run. */
+    const struct cli_command *const *subcommands;
 } cli_command;
 
 /* The commands built into this program, each defined in the file of its name, and all of
@@ -116,6 +125,14 @@ CLI_COMMANDS(CLI_DECLARE)
 extern const cli_command *const cli_commands[];
 /* main.c: the built command of that name, or NULL. */
 const cli_command *cli_find(const char *name);
+/* main.c: the subcommand of parent named `word` (its last word: "data"), or NULL. */
+const cli_command *cli_find_sub(const cli_command *parent, const char *word);
+/* main.c: the last word of a subcommand's name ("data" of "balance data"), the name itself
+ * for a plain command. */
+const char *cli_sub_word(const cli_command *cmd);
+/* main.c: every command that parses options, in the order of `pipesched --help`, a command
+ * with subcommands replaced by them, NULL-terminated (the guide's tables). */
+const cli_command *const *cli_leaf_commands(void);
 
 /* options.c: whether cmd takes opt. */
 int cli_takes(const cli_command *cmd, const cli_option *opt);

@@ -18,8 +18,12 @@ void cli_usage(FILE *f)
                "commands:\n");
     for (const cli_command *const *c = cli_commands; *c; c++) {
         char name[64];
-        snprintf(name, sizeof name, "%s%s%s", (*c)->name, (*c)->operand ? " " : "",
-                 (*c)->operand ? (*c)->operand : "");
+        int n = snprintf(name, sizeof name, "%s%s%s", (*c)->name, (*c)->operand ? " " : "",
+                         (*c)->operand ? (*c)->operand : "");
+        for (const cli_command *const *s = (*c)->subcommands; s && *s; s++)
+            if (n > 0 && (size_t)n < sizeof name)
+                n += snprintf(name + n, sizeof name - (size_t)n, "%c%s",
+                              s == (*c)->subcommands ? ' ' : '|', cli_sub_word(*s));
         fprintf(f, "  %-20s %s\n", name, (*c)->summary);
     }
     fprintf(f, "  %-20s %s\n\n", "help [COMMAND]", "help on a command");
@@ -103,7 +107,14 @@ static void print_option(FILE *f, const cli_command *cmd, const cli_option *opt,
 
 void cli_help(FILE *f, const cli_command *cmd)
 {
-    fprintf(f, "usage: %s\n\n%s\n\noptions:\n", cmd->usage, cmd->about);
+    fprintf(f, "usage: %s\n\n%s\n\n", cmd->usage, cmd->about);
+    if (cmd->subcommands) {
+        fprintf(f, "subcommands (pipesched %s SUBCOMMAND --help for each):\n", cmd->name);
+        for (const cli_command *const *s = cmd->subcommands; *s; s++)
+            fprintf(f, "  %-20s %s\n", cli_sub_word(*s), (*s)->summary);
+        fputc('\n', f);
+    }
+    fprintf(f, "options:\n");
     for (size_t i = 0; i < cli_option_count; i++)
         if (cli_takes(cmd, &cli_options[i]))
             print_option(f, cmd, &cli_options[i], cli_help_text(cmd, &cli_options[i]));
@@ -116,9 +127,9 @@ int cli_help_main(int argc, char **argv)
         return EXIT_OK;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        printf("usage: pipesched help [COMMAND]\n\n"
+        printf("usage: pipesched help [COMMAND [SUBCOMMAND]]\n\n"
                "Without a command, the commands; with one, its options (the same as\n"
-               "pipesched COMMAND --help).\n");
+               "pipesched COMMAND [SUBCOMMAND] --help).\n");
         return EXIT_OK;
     }
     /* Not listed in the help: it exists for the guide. */
@@ -130,6 +141,15 @@ int cli_help_main(int argc, char **argv)
     if (!cmd) {
         fprintf(stderr, "pipesched: no command \"%s\" (see pipesched --help)\n", argv[1]);
         return EXIT_USAGE;
+    }
+    if (argc > 2 && cmd->subcommands) {
+        const cli_command *sub = cli_find_sub(cmd, argv[2]);
+        if (!sub) {
+            fprintf(stderr, "pipesched: no subcommand \"%s\" of %s (see pipesched help %s)\n",
+                    argv[2], cmd->name, cmd->name);
+            return EXIT_USAGE;
+        }
+        cmd = sub;
     }
     cli_help(stdout, cmd);
     return EXIT_OK;

@@ -61,7 +61,7 @@ static void md_meaning(FILE *f, const cli_option *opt)
         md_cell(f, opt->doc);
         any = 1;
     }
-    for (const cli_command *const *c = cli_commands; *c; c++) {
+    for (const cli_command *const *c = cli_leaf_commands(); *c; c++) {
         const char *text = cli_help_text(*c, opt);
         if (!cli_takes(*c, opt) || text == opt->help)
             continue;
@@ -85,11 +85,18 @@ static void md_option(FILE *f, const cli_option *opt)
     fprintf(f, " | %s | ", opt->def ? opt->def : "");
     if (!strcmp(opt->commands, "*"))
         fputs("all", f);
-    for (const char *p = opt->commands; *p && *p != '*'; p++) {
+    /* Words separated by commas, but a command with subcommands stays with the next word
+     * ("balance data"). */
+    for (const char *p = opt->commands; *p && *p != '*';) {
+        size_t n = strcspn(p, " ");
+        char word[32];
+        snprintf(word, sizeof word, "%.*s", (int)n, p);
+        const cli_command *cmd = cli_find(word);
+        fprintf(f, "%.*s", (int)n, p);
+        p += n;
         if (*p == ' ')
-            fputs(", ", f);
-        else
-            fputc(*p, f);
+            fputs(cmd && cmd->subcommands ? " " : ", ", f);
+        p += *p == ' ';
     }
     fputs(" | ", f);
     md_meaning(f, opt);
@@ -103,7 +110,7 @@ void cli_markdown(FILE *f)
     for (size_t i = 0; i < cli_option_count; i++)
         md_option(f, &cli_options[i]);
     fprintf(f, "\n| command | options |\n|---|---|\n");
-    for (const cli_command *const *c = cli_commands; *c; c++) {
+    for (const cli_command *const *c = cli_leaf_commands(); *c; c++) {
         fprintf(f, "| `%s` | ", (*c)->name);
         const char *sep = "";
         for (size_t i = 0; i < cli_option_count; i++) {

@@ -33,6 +33,9 @@
 /* The options of the performance model: a real model, real hardware, a parallel setup. Their
  * aliases are Megatron-LM's names of the same settings. */
 #define EST "estimate"
+/* The subcommands of balance (docs/balance.md), named by both words. */
+#define BALANCE_DATA "balance data"
+#define BALANCE_EXPERTS "balance experts"
 
 static const cli_choice formats[] = {{"table", PS_FORMAT_TABLE},
                                      {"json", PS_FORMAT_JSON},
@@ -88,7 +91,7 @@ const cli_option cli_options[] = {
      INT(m, 1, PS_MAX_MICROBATCHES),
      .metavar = "N",
      .def = "8; check: from the file",
-     .commands = INPUT_COMMANDS,
+     .commands = INPUT_COMMANDS " " BALANCE_DATA,
      .help = "micro-batches per iteration"},
     {.name = "group-size",
      .aliases = {"microbatch-group-size-per-virtual-pipeline-stage"},
@@ -180,7 +183,9 @@ const cli_option cli_options[] = {
              "covers more time until the run fits",
      .doc = "Actions that round into a column already drawn are counted in the legend line, not "
             "shown. Refused with the other outputs."},
-    {.name = "json", FLAG(json), .commands = "list simulate check run plan estimate tune"},
+    {.name = "json",
+     FLAG(json),
+     .commands = "list simulate check run plan estimate tune " BALANCE_DATA " " BALANCE_EXPERTS},
     {.name = "trace",
      STRING(trace),
      .metavar = "FILE",
@@ -222,12 +227,12 @@ const cli_option cli_options[] = {
     {.name = "model",
      STRING(model),
      .metavar = "NAME|FILE",
-     .commands = EST " tune",
+     .commands = EST " tune " BALANCE_DATA " " BALANCE_EXPERTS,
      .help = "a built-in model (docs/models.md) or a HuggingFace config.json"},
     {.name = "hardware",
      STRING(hardware),
      .metavar = "NAME|FILE",
-     .commands = EST " tune",
+     .commands = EST " tune " BALANCE_DATA " " BALANCE_EXPERTS,
      .help = "a hardware preset (docs/hardware.md) or a hardware file"},
     {.name = "gpus",
      INT(gpus, 1, 1 << 24),
@@ -356,7 +361,7 @@ const cli_option cli_options[] = {
      STRING(output),
      .metavar = "FILE",
      .def = "stdout; draw: required",
-     .commands = INPUT_COMMANDS " estimate tune",
+     .commands = INPUT_COMMANDS " estimate tune " BALANCE_DATA " " BALANCE_EXPERTS,
      .help = "write the output to FILE instead of stdout"},
     {.name = "help", .letter = 'h', FLAG(help), .commands = "*", .help = "this help"},
     /* estimate's all-to-all, and the search (tune, docs/tune.md). */
@@ -415,6 +420,10 @@ const cli_option cli_options[] = {
      .commands = "tune",
      .help = "simulate every candidate that passes the checks (no\n"
              "branch-and-bound; same answer, slower)"},
+    /* balance data (docs/balance.md) */
+
+    /* balance experts (docs/balance.md) */
+
 };
 const size_t cli_option_count = sizeof cli_options / sizeof cli_options[0];
 _Static_assert(sizeof cli_options / sizeof cli_options[0] <= CLI_MAX_OPTIONS,
@@ -424,6 +433,8 @@ int cli_takes(const cli_command *cmd, const cli_option *opt)
 {
     if (!strcmp(opt->commands, "*"))
         return 1;
+    if (cmd->subcommands) /* its subcommands take the options, by both words */
+        return 0;
     size_t n = strlen(cmd->name);
     for (const char *p = opt->commands; (p = strstr(p, cmd->name)); p += n)
         if ((p == opt->commands || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
