@@ -231,6 +231,13 @@ void cli_print_metrics(FILE *f, const ps_schedule *s, const ps_sim *sim, unsigne
 int cli_sim_outputs(const cli_opts *o, const ps_schedule *s, const ps_sim *sim, int has_fmt,
                     ps_format fmt, unsigned defaulted);
 
+/* specs.c: --model (a built-in name or a HuggingFace config.json) into *t, and --hardware (a
+ * preset or a hardware file) into *hw. Print the reason; return the exit status. */
+struct ps_transformer;
+struct ps_hardware;
+int cli_load_model(const char *arg, struct ps_transformer *t);
+int cli_load_hardware(const char *arg, struct ps_hardware *hw);
+
 /* plan.c: the model stage (of `stages`) with the most MoE layers, the first of them: the
  * typical chunk of the steady phase. */
 int cli_default_stage(const ps_problem *pb, int stages);
