@@ -31,6 +31,154 @@ extern "C" {
 
 /* ---- E: expert placement -------------------------------------------------------------------- */
 
+/*
+ * A routing trace: the tokens each expert of each MoE layer received at each training step,
+ * steps x layers x experts numbers (a missing entry of a CSV trace is 0). The EMA predictor
+ * turns it into one predicted load per expert and layer; the placement puts the experts of a
+ * layer on the devices of the expert-parallel group so that the most loaded device carries as
+ * little as possible. docs/balance.md gives the formats, the recurrence and the algorithm.
+ */
+typedef struct ps_expert_trace ps_expert_trace;
+
+/* Bounds of a trace; a file beyond them is refused before anything is allocated. */
+#define PS_MAX_EXPERTS 65536
+#define PS_MAX_MOE_LAYERS 4096
+#define PS_MAX_TRACE_STEPS 1000000
+#define PS_MAX_TRACE_CELLS (1L << 28) /* steps x layers x experts */
+
+/* Creates an empty trace. Returns 0, PS_EINVAL (out NULL) or PS_ENOMEM; caller frees with
+ * ps_expert_trace_free (which accepts NULL). */
+PS_EXTERN int ps_expert_trace_new(ps_expert_trace **out, const ps_allocator *alloc);
+PS_EXTERN void ps_expert_trace_free(ps_expert_trace *t);
+/* The message of the last failure ("line 3, column 9: ..."), "" when none. Borrowed. */
+PS_EXTERN const char *ps_expert_trace_last_error(const ps_expert_trace *t);
+
+/*
+ * Reads a trace from text (len bytes, no NUL needed), replacing what t held. Two formats,
+ * told apart by the first line that is neither blank nor a '#' comment:
+ *   - the header `step,layer,expert,tokens`, then one CSV row per (step, layer, expert): three
+ *     integers from 0 and a number of tokens >= 0; a combination given twice is an error;
+ *   - otherwise one line per MoE layer of per-expert tokens, separated by commas or blanks: one
+ *     step, every line with the same count of numbers.
+ * Returns 0; PS_EINVAL (t or text NULL); PS_EPARSE with the line and column for a malformed
+ * or negative number, a ragged line, a repeated row, an empty trace; PS_ERANGE beyond the
+ * bounds above; PS_ENOMEM. On failure t is empty.
+ */
+PS_EXTERN int ps_expert_trace_load(ps_expert_trace *t, const char *text, size_t len);
+
+/*
+ * Fills t with a synthetic trace of `layers` MoE layers of `experts` experts, replacing what
+ * it held. spec: `zipf:S` then any of `,drift:X`, `,seed:N`, `,steps:T`, `,tokens:K`
+ * (docs/balance.md): at every step a layer's K token copies (default 1048576) go to its
+ * experts in proportion to rank^-S (each layer ranks its experts in its own random order)
+ * times exp(X . z), z a per-expert Gaussian random walk (drift X default 0); T steps
+ * (default 50); seed N (default 1) makes it reproducible on every platform (xoshiro256**).
+ * Returns 0; PS_EINVAL (NULL); PS_ECONFIG for a malformed spec, naming the word; PS_ERANGE
+ * beyond the bounds; PS_ENOMEM.
+ */
+PS_EXTERN int ps_expert_trace_synthetic(ps_expert_trace *t, const char *spec, int32_t layers,
+                                        int32_t experts);
+
+/* The trace's size; any pointer may be NULL. Returns 0, PS_EINVAL (t NULL), PS_ESTATE (empty). */
+PS_EXTERN int ps_expert_trace_shape(const ps_expert_trace *t, int32_t *steps, int32_t *layers,
+                                    int32_t *experts);
+/* The tokens expert e of layer l received at step s, or -1 outside the trace. */
+PS_EXTERN double ps_expert_trace_tokens(const ps_expert_trace *t, int32_t s, int32_t l, int32_t e);
+
+/*
+ * The EMA prediction of every expert's load after the trace's last step, into
+ * out[layers * experts] (layer-major). With EL_t the tokens of step t and theta in [0, 1):
+ *   P_1 = EL_0,   P_{t+1} = theta . P_t + (1 - theta) . EL_t   (t = 1 .. steps - 1),
+ * and the prediction is P_steps (one step: the step itself). Returns 0; PS_EINVAL (NULL);
+ * PS_ERANGE (theta outside [0, 1)); PS_ESTATE (empty trace).
+ */
+PS_EXTERN int ps_expert_trace_predict(const ps_expert_trace *t, double theta, double *out);
+
+/* The expert-parallel group: devices on nodes, the same count on each, and the experts a
+ * device holds (capacity; 0 = experts / devices, which must then divide). */
+typedef struct ps_expert_group {
+    int32_t devices, nodes, capacity;
+} ps_expert_group;
+
+/* Checks g against a layer of `experts` experts: nodes divide devices, capacity x devices >=
+ * experts. Returns 0 and the capacity in force in *capacity (may be NULL), or PS_ECONFIG with
+ * the reason in err. */
+PS_EXTERN int ps_expert_group_check(const ps_expert_group *g, int32_t experts, int32_t *capacity,
+                                    char *err, size_t errlen);
+
+/* Megatron's placement: device d holds experts d.c .. d.c + c - 1 (c the capacity in force).
+ * Returns 0 or PS_ECONFIG (ps_expert_group_check). */
+PS_EXTERN int ps_expert_identity(int32_t experts, const ps_expert_group *g, int32_t *device_of);
+
+/* Sums load[e] over the experts of each device into dev_load[devices]; returns the largest
+ * sum, or -1 when an expert's device is outside [0, devices). */
+PS_EXTERN double ps_expert_device_loads(const double *load, int32_t experts,
+                                        const int32_t *device_of, int32_t devices,
+                                        double *dev_load);
+
+/*
+ * Places the `experts` experts of one layer with predicted loads load[] (>= 0) on g's devices
+ * into device_of[experts]: node level first (longest-processing-time greedy, each node
+ * holding at most its devices' capacity, then local swaps between the most loaded node and
+ * the others), then device level inside each node (the same greedy and swaps), then swaps
+ * between any two devices; the result is the best of that, plain LPT over all devices (with
+ * the swaps) and the identity placement, by the largest device load, and for a layer of at
+ * most 16 experts a branch and bound proves the optimum. Deterministic. Returns 0; PS_EINVAL
+ * (NULL); PS_ECONFIG (the group does not hold the experts, a negative load; the reason in
+ * err); PS_ENOMEM.
+ */
+PS_EXTERN int ps_expert_place(const double *load, int32_t experts, const ps_expert_group *g,
+                              int32_t *device_of, const ps_allocator *alloc, char *err,
+                              size_t errlen);
+
+/* One MoE layer's time per training step on the slowest device of a placement, with a
+ * model and hardware (docs/balance.md): each device's expert GEMMs (forward and both
+ * gradients, per expert as src/model's GEMM model times them) plus its all-to-all (dispatch
+ * and combine in the forward and the backward, tokens x hidden x 2 bytes each, the share from
+ * other nodes over the inter-node link). */
+typedef struct ps_expert_layer_time {
+    int32_t device;         /* the slowest device */
+    double gemm_s;          /* its expert GEMMs, seconds per step */
+    double a2a_s;           /* its all-to-all, seconds per step */
+    double layer_s;         /* gemm_s + a2a_s */
+    double a2a_bytes;       /* the bytes it receives per step */
+    double a2a_inter_bytes; /* of which from other nodes */
+} ps_expert_layer_time;
+
+/* Returns 0; PS_EINVAL (NULL); PS_ECONFIG (a dense model, experts other than the model's, a
+ * checked group that does not hold them, a device out of range; reason in err). */
+PS_EXTERN int ps_expert_layer_time_get(const ps_transformer *model, const ps_hardware *hw,
+                                       int32_t precision, const double *load, int32_t experts,
+                                       const int32_t *device_of, const ps_expert_group *g,
+                                       ps_expert_layer_time *out, char *err, size_t errlen);
+
+/* Bytes that moving one expert carries: its parameters times 14 (bf16 weights, fp32 master
+ * weights and Adam's two moments; the gradients are recomputed every step). 0 for a dense
+ * model. */
+PS_EXTERN double ps_expert_migration_bytes(const ps_transformer *model);
+
+/* Seconds to move a layer from placement `from` to `to` (device_of arrays of `experts`): every
+ * device sends the experts that leave it and receives those that arrive, bytes_per_expert
+ * each, over the intra-node link when both devices share a node and the inter-node link
+ * otherwise; the time is the busiest device's, sending and receiving at once, plus one latency
+ * per link used. *moved (may be NULL) receives the count of experts that move. Returns 0,
+ * PS_EINVAL, or PS_ECONFIG (a device out of range). */
+PS_EXTERN int ps_expert_migration_s(const int32_t *from, const int32_t *to, int32_t experts,
+                                    const ps_expert_group *g, double bytes_per_expert,
+                                    const ps_hardware *hw, int32_t *moved, double *seconds);
+
+/* Relabels the devices of `placement` (whole nodes among nodes, devices among the devices of a
+ * node: the loads and the cross-node shares stay the same) so that as many experts as a greedy
+ * matching finds stay where `current` has them, nodes first. Returns 0, PS_EINVAL,
+ * PS_ECONFIG (a device out of range) or PS_ENOMEM (placement unchanged). */
+PS_EXTERN int ps_expert_align(const int32_t *current, int32_t *placement, int32_t experts,
+                              const ps_expert_group *g, const ps_allocator *alloc);
+
+/* The migration rule: 1 when horizon steps of the gain (before_s - after_s per step) exceed
+ * the migration's seconds, else 0. */
+PS_EXTERN int ps_expert_should_migrate(double before_s, double after_s, double migration_s,
+                                       int32_t horizon);
+
 #ifdef __cplusplus
 }
 #endif
