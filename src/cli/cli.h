@@ -49,6 +49,9 @@ typedef struct cli_opts {
     /* balance data (balance_data.c) */
 
     /* balance experts (balance_experts.c) */
+    const char *load, *synthetic_experts, *from_placement;
+    long long devices, nodes, capacity, horizon;
+    double theta;
 
 } cli_opts;
 

@@ -10,6 +10,7 @@
  */
 #include "cli.h"
 
+#include <pipesched/balance.h>
 #include <pipesched/model.h>
 
 #include <string.h>
@@ -294,7 +295,7 @@ const cli_option cli_options[] = {
      CHOICE(precision, precisions, "precision"),
      .metavar = "P",
      .def = "`bf16`",
-     .commands = EST,
+     .commands = EST " " BALANCE_EXPERTS,
      .help = "bf16 (default) or fp8 GEMMs"},
     {.name = "recompute",
      .aliases = {"recompute-granularity"},
@@ -423,6 +424,60 @@ const cli_option cli_options[] = {
     /* balance data (docs/balance.md) */
 
     /* balance experts (docs/balance.md) */
+    {.name = "load",
+     STRING(load),
+     .metavar = "FILE",
+     .commands = BALANCE_EXPERTS,
+     .help = "routing trace: CSV step,layer,expert,tokens (with that\n"
+             "header) or one line of per-expert tokens per MoE layer",
+     .doc = "`-` reads standard input. Bad input exits 2 naming the line and column."},
+    {.name = "synthetic-experts",
+     STRING(synthetic_experts),
+     .metavar = "SPEC",
+     .commands = BALANCE_EXPERTS,
+     .help = "instead of --load: a seeded trace for --model's MoE layers,\n"
+             "zipf:S[,drift:X][,seed:N][,steps:T][,tokens:K]",
+     .doc = "Reproducible on every platform (xoshiro256**); docs/balance.md."},
+    {.name = "devices",
+     INT(devices, 1, 1 << 20),
+     .metavar = "D",
+     .def = "required",
+     .commands = BALANCE_EXPERTS,
+     .help = "expert-parallel devices of a MoE layer"},
+    {.name = "nodes",
+     INT(nodes, 1, 1 << 20),
+     .metavar = "N",
+     .def = "1",
+     .commands = BALANCE_EXPERTS,
+     .help = "nodes the devices are on, the same count on each (default 1)"},
+    {.name = "capacity",
+     INT(capacity, 1, PS_MAX_EXPERTS),
+     .metavar = "K",
+     .def = "experts / devices",
+     .commands = BALANCE_EXPERTS,
+     .help = "experts a device holds (default experts / devices)"},
+    {.name = "theta",
+     DECIMAL(theta, 0, 0.999999),
+     .metavar = "X",
+     .def = "0.9",
+     .commands = BALANCE_EXPERTS,
+     .help = "EMA factor of the load prediction (default 0.9)",
+     .doc = "P(t+1) = X·P(t) + (1−X)·load(t), P(1) = load(0); docs/balance.md."},
+    {.name = "from",
+     STRING(from_placement),
+     .metavar = "FILE",
+     .commands = BALANCE_EXPERTS,
+     .help = "the current placement (one line of devices per layer, as the\n"
+             "text output prints it): migrate a layer only when it pays",
+     .doc = "Needs `--model` and `--hardware`: a layer moves when `--horizon` steps of its gain "
+            "exceed the migration time."},
+    {.name = "horizon",
+     INT(horizon, 1, 1 << 30),
+     .metavar = "H",
+     .def = "50",
+     .commands = BALANCE_EXPERTS,
+     .help = "steps a new placement stays: the gain counts H times\n"
+             "(default 50)"},
 
 };
 const size_t cli_option_count = sizeof cli_options / sizeof cli_options[0];

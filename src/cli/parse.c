@@ -30,17 +30,35 @@ static const cli_option *row_of(int val)
     return NULL;
 }
 
-/* getopt_long's tables, from the rows: every name and alias, and the letters. The leading ':'
- * makes a missing value its own return value. */
+/* Two rows may share a name when no command takes both (draw's --from T, balance experts'
+ * --from FILE): the row of that name that cmd takes, or else the first. Whether row i is it. */
+static int row_in_force(const cli_command *cmd, size_t i)
+{
+    size_t first = cli_option_count, taken = cli_option_count;
+    for (size_t j = 0; j < cli_option_count; j++) {
+        if (strcmp(cli_options[j].name, cli_options[i].name))
+            continue;
+        if (first == cli_option_count)
+            first = j;
+        if (taken == cli_option_count && cli_takes(cmd, &cli_options[j]))
+            taken = j;
+    }
+    return i == (taken < cli_option_count ? taken : first);
+}
+
+/* getopt_long's tables for cmd, from the rows: every name and alias, and the letters. The
+ * leading ':' makes a missing value its own return value. */
 static struct option longopts[CLI_MAX_OPTIONS * (CLI_MAX_ALIASES + 1) + 1];
 static char shortopts[1 + 2 * CLI_MAX_OPTIONS + 1];
 
-static void build_getopt_tables(void)
+static void build_getopt_tables(const cli_command *cmd)
 {
     size_t k = 0, n = 0;
     shortopts[n++] = ':';
     for (size_t i = 0; i < cli_option_count; i++) {
         const cli_option *opt = &cli_options[i];
+        if (!row_in_force(cmd, i))
+            continue;
         int has_arg = opt->type == CLI_FLAG ? no_argument : required_argument;
         longopts[k++] = (struct option){opt->name, has_arg, NULL, val_of(i)};
         for (int a = 0; a < CLI_MAX_ALIASES && opt->aliases[a]; a++)
@@ -183,8 +201,7 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, cli_opts *o)
 {
     char name[64];
     int c, li;
-    if (!shortopts[0])
-        build_getopt_tables();
+    build_getopt_tables(cmd);
     init_opts(o);
     optind = 1;
     opterr = 0;
