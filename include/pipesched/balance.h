@@ -118,18 +118,20 @@ PS_EXTERN double ps_expert_device_loads(const double *load, int32_t experts,
 
 /*
  * Places the `experts` experts of one layer with predicted loads load[] (>= 0) on g's devices
- * into device_of[experts]: node level first (longest-processing-time greedy, each node
- * holding at most its devices' capacity, then local swaps between the most loaded node and
- * the others), then device level inside each node (the same greedy and swaps), then swaps
- * between any two devices; the result is the best of that, plain LPT over all devices (with
- * the swaps) and the identity placement, by the largest device load, and for a layer of at
- * most 16 experts a branch and bound proves the optimum. Deterministic. Returns 0; PS_EINVAL
- * (NULL); PS_ECONFIG (the group does not hold the experts, a negative load; the reason in
- * err); PS_ENOMEM.
+ * into device_of[experts]. current (NULL: none) is the placement in force: refined by the
+ * swaps, it is the first start, so that a result no better than it keeps it, and one that is
+ * better moves few experts (ps_expert_align then relabels). The construction: node level first
+ * (longest-processing-time greedy, each node holding at most its devices' capacity, then local
+ * swaps between the most loaded node and the others), then device level inside each node (the same
+ * greedy and swaps), then swaps between any two devices; the result is the best of that, plain LPT
+ * over all devices (with the swaps) and the identity placement, by the largest device load, and for
+ * a layer of at most 16 experts a branch and bound proves the optimum. Deterministic. Returns 0;
+ * PS_EINVAL (NULL); PS_ECONFIG (the group does not hold the experts, a negative load, a current
+ * placement off the group or over capacity; the reason in err); PS_ENOMEM.
  */
 PS_EXTERN int ps_expert_place(const double *load, int32_t experts, const ps_expert_group *g,
-                              int32_t *device_of, const ps_allocator *alloc, char *err,
-                              size_t errlen);
+                              const int32_t *current, int32_t *device_of, const ps_allocator *alloc,
+                              char *err, size_t errlen);
 
 /* One MoE layer's time per training step on the slowest device of a placement, with a
  * model and hardware (docs/balance.md): each device's expert GEMMs (forward and both

@@ -14,6 +14,7 @@
  */
 #include "balance/balance_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -285,6 +286,27 @@ static void exact_search(work *k, int32_t *best, double best_top)
 
 /* ---- the placement -------------------------------------------------------------------------- */
 
+/* A current placement must name devices of the group and respect the capacity. */
+static int check_current(const int32_t *current, int32_t experts, int32_t devices, int32_t cap,
+                         char *err, size_t errlen)
+{
+    for (int32_t e = 0; e < experts; e++) {
+        if (current[e] < 0 || current[e] >= devices)
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "the current placement puts expert %d on device %d: expected 0 "
+                                "to %d",
+                                e, current[e], devices - 1);
+        int32_t n = 0;
+        for (int32_t x = 0; x <= e; x++)
+            n += current[x] == current[e];
+        if (n > cap)
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "the current placement puts more than %d experts on device %d", cap,
+                                current[e]);
+    }
+    return 0;
+}
+
 static void work_free(const ps_allocator *al, work *k)
 {
     size_t E = (size_t)k->experts, D = (size_t)k->devices;
@@ -307,13 +329,16 @@ static void keep_better(work *k, int32_t *best, double *best_top)
 }
 
 int ps_expert_place(const double *load, int32_t experts, const ps_expert_group *g,
-                    int32_t *device_of, const ps_allocator *alloc, char *err, size_t errlen)
+                    const int32_t *current, int32_t *device_of, const ps_allocator *alloc,
+                    char *err, size_t errlen)
 {
     if (!load || !g || !device_of)
         return PS_EINVAL;
     int32_t cap;
     int rc = ps_expert_group_check(g, experts, &cap, err, errlen);
     if (rc)
+        return rc;
+    if (current && (rc = check_current(current, experts, g->devices, cap, err, errlen)))
         return rc;
     for (int32_t e = 0; e < experts; e++)
         if (!(load[e] >= 0 && load[e] < 1e300))
@@ -343,12 +368,18 @@ int ps_expert_place(const double *load, int32_t experts, const ps_expert_group *
         k.sorted[e] = (item){load[e], e};
     qsort(k.sorted, E, sizeof *k.sorted, by_load);
 
-    /* Three starts, each refined by swaps across all devices; a later one replaces the best
-     * only when strictly better: the two-level construction, flat LPT, the identity. */
+    /* The starts, each refined by swaps across all devices; a later one replaces the best
+     * only when strictly better: the current placement (so that a placement as good as any
+     * moves only the experts it must), the two-level construction, flat LPT, the identity. */
+    double best_top = INFINITY;
+    if (current) {
+        memcpy(k.cand, current, E * sizeof *k.cand);
+        refine_all(&k);
+        keep_better(&k, device_of, &best_top);
+    }
     two_level(&k);
     refine_all(&k);
-    double best_top = tally(&k, k.cand);
-    memcpy(device_of, k.cand, E * sizeof *device_of);
+    keep_better(&k, device_of, &best_top);
     for (int32_t i = 0; i < experts; i++)
         k.members[i] = k.sorted[i].e;
     lpt(&k, k.members, experts, 0, g->devices, cap, k.cand);

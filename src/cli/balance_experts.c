@@ -206,7 +206,8 @@ static int plan_layer(job *j, int32_t l)
     int32_t *plan = j->planned + at, *fin = j->final_place + at;
     layer_out *r = &j->rows[l];
     char err[ERR_LEN] = "";
-    int rc = ps_expert_place(w, j->experts, &j->g, plan, NULL, err, sizeof err);
+    int rc = ps_expert_place(w, j->experts, &j->g, j->o->from_placement ? cur : NULL, plan, NULL,
+                             err, sizeof err);
     if (!rc && j->o->from_placement)
         rc = ps_expert_align(cur, plan, j->experts, &j->g, NULL);
     if (rc)
