@@ -53,4 +53,23 @@ static inline char *slurp(const char *path, size_t *len)
     return buf;
 }
 
+/* The load average (1, 5, 15 minutes), printed with the figures: the machine's load moves
+ * every absolute figure. */
+static inline void print_load(const char *when)
+{
+    char buf[128] = "unknown";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f))
+            snprintf(buf, sizeof buf, "unknown");
+        fclose(f);
+    }
+    double a = 0, b = 0, c = 0;
+    if (sscanf(buf, "%lf %lf %lf", &a, &b, &c) == 3)
+        printf("load average %s: %.2f %.2f %.2f\n", when, a, b, c);
+    else
+        printf("load average %s: unknown\n", when);
+    fflush(stdout);
+}
+
 #endif
