@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 bin=${1:-build/pipesched}
 [ -x "$bin" ] || { echo "usage: fuzz/make-corpus.sh PATH-TO-pipesched" >&2; exit 2; }
 out=fuzz/corpus
-for t in config csv schedule layout estcfg hf; do
+for t in config csv schedule layout estcfg hf experts; do
     mkdir -p "$out/$t"
     rm -f "$out/$t"/seed-*
 done
@@ -101,4 +101,8 @@ layout nested 2 2 4 0 'E(t(t|)*2)*2L'
 layout commas 2 1 4 0 'E,t,t|t,t,L'
 layout deep 2 1 0 0 'E((((t)*1000)*1000)*1000)*1000|L'
 { byte 3; byte 0; byte 20; byte 0; byte 200; byte 200; printf '\xff'; } >"$out/layout/seed-firstlast"
+# experts: routing traces of both formats, and a refused one.
+printf 'step,layer,expert,tokens\n0,0,0,5\n0,0,1,3\n1,0,0,2\n1,1,1,7\n' >"$out/experts/seed-csv.txt"
+printf '# two layers\n100 100 1 1 1 1 1 1\n5,6,7,8,9,10,11,12\n' >"$out/experts/seed-lines.txt"
+printf '1 2 3 4\n5 6 -7 8\n' >"$out/experts/seed-negative.txt"
 echo "seeds: $(find "$out" -name 'seed-*' | wc -l) files in $out"
