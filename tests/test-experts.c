@@ -534,6 +534,87 @@ START_TEST(experts_synthetic)
 }
 END_TEST
 
+START_TEST(experts_api_errors)
+{
+    ps_expert_group g = {4, 2, 0}, odd = {4, 3, 0};
+    int32_t dev[8] = {0, 0, 1, 1, 2, 2, 3, 3}, bad[8] = {0, 0, 1, 1, 2, 2, 3, 4}, cap = 0;
+    double w[8] = {1, 2, 3, 4, 5, 6, 7, 8}, loads[4], s;
+    char err[128];
+    ck_assert_int_eq(ps_expert_group_check(NULL, 8, NULL, NULL, 0), PS_EINVAL);
+    ck_assert_int_eq(ps_expert_group_check(&g, 8, &cap, NULL, 0), 0);
+    ck_assert_int_eq(cap, 2);
+    ck_assert_int_eq(ps_expert_group_check(&g, 0, NULL, err, sizeof err), PS_ECONFIG);
+    ck_assert_str_eq(err, "0 experts: expected 1 to 65536");
+    ck_assert_int_eq(ps_expert_identity(8, &odd, dev), PS_ECONFIG);
+    ck_assert_int_eq(ps_expert_identity(8, NULL, dev), PS_EINVAL);
+    ck_assert_double_eq(ps_expert_device_loads(w, 8, dev, 4, loads), 15);
+    ck_assert_double_eq(loads[0], 3);
+    ck_assert_double_eq(ps_expert_device_loads(w, 8, bad, 4, loads), -1);
+    ck_assert_double_eq(ps_expert_device_loads(NULL, 8, dev, 4, loads), -1);
+    ck_assert_int_eq(ps_expert_align(NULL, dev, 8, &g, NULL), PS_EINVAL);
+    ck_assert_int_eq(ps_expert_align(dev, bad, 8, &g, NULL), PS_ECONFIG);
+    ps_hardware hw = toy_hardware();
+    ck_assert_int_eq(ps_expert_migration_s(dev, bad, 8, &g, 1, &hw, NULL, &s), PS_ECONFIG);
+    ck_assert_int_eq(ps_expert_migration_s(dev, dev, 8, &odd, 1, &hw, NULL, &s), PS_EINVAL);
+    ck_assert_int_eq(ps_expert_migration_s(dev, dev, 8, &g, 1, NULL, NULL, &s), PS_EINVAL);
+    ps_transformer dense;
+    ck_assert_int_eq(ps_transformer_builtin("llama3-8b", &dense), 0);
+    ck_assert_double_eq(ps_expert_migration_bytes(&dense), 0);
+    ck_assert_double_eq(ps_expert_migration_bytes(NULL), 0);
+    ps_expert_layer_time t;
+    ck_assert_int_eq(ps_expert_layer_time_get(&dense, &hw, 0, w, 8, dev, &g, &t, err, sizeof err),
+                     PS_ECONFIG);
+    ck_assert_str_eq(err, "model llama3-8b has no experts");
+    ck_assert_int_eq(ps_expert_layer_time_get(NULL, &hw, 0, w, 8, dev, &g, &t, NULL, 0), PS_EINVAL);
+    ps_expert_trace *tr = NULL;
+    ck_assert_int_eq(ps_expert_trace_new(&tr, NULL), 0);
+    ck_assert_int_eq(ps_expert_trace_shape(tr, NULL, NULL, NULL), PS_ESTATE);
+    ck_assert_int_eq(ps_expert_trace_predict(tr, 0.5, w), PS_ESTATE);
+    ck_assert_int_eq(ps_expert_trace_shape(NULL, NULL, NULL, NULL), PS_EINVAL);
+    ck_assert_int_eq(ps_expert_trace_synthetic(tr, NULL, 1, 1), PS_EINVAL);
+    ck_assert_int_eq(ps_expert_trace_synthetic(tr, "zipf:1", 0, 8), PS_ERANGE);
+    ck_assert_double_eq(ps_expert_trace_tokens(NULL, 0, 0, 0), -1);
+    ck_assert_str_eq(ps_expert_trace_last_error(NULL), "");
+    ps_expert_trace_free(tr);
+    ps_expert_trace_free(NULL);
+}
+END_TEST
+
+START_TEST(experts_alloc_failure_walks)
+{
+    /* The synthetic generator and the relabelling clean up after any failed allocation. */
+    int ok = 0;
+    for (long n = 1; n < 20 && !ok; n++) {
+        counting_alloc c = {0, n, 0, 0};
+        ps_allocator a = counting_allocator(&c);
+        ps_expert_trace *t = NULL;
+        int rc = ps_expert_trace_new(&t, &a);
+        if (!rc)
+            rc = ps_expert_trace_synthetic(t, "zipf:1,drift:0.1,steps:4", 3, 8);
+        ck_assert_msg(rc == 0 || rc == PS_ENOMEM, "fail at %ld: rc %d", n, rc);
+        ok = rc == 0;
+        ps_expert_trace_free(t);
+        ck_assert_int_eq(c.live, 0);
+    }
+    ck_assert(ok);
+    ps_expert_group g = {4, 2, 0};
+    int32_t cur[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+    ok = 0;
+    for (long n = 1; n < 10 && !ok; n++) {
+        int32_t plan[8] = {3, 3, 2, 2, 1, 1, 0, 0};
+        counting_alloc c = {0, n, 0, 0};
+        ps_allocator a = counting_allocator(&c);
+        int rc = ps_expert_align(cur, plan, 8, &g, &a);
+        ck_assert_msg(rc == 0 || rc == PS_ENOMEM, "fail at %ld: rc %d", n, rc);
+        if (rc == PS_ENOMEM)
+            ck_assert_int_eq(plan[0], 3); /* unchanged */
+        ok = rc == 0;
+        ck_assert_int_eq(c.live, 0);
+    }
+    ck_assert(ok);
+}
+END_TEST
+
 static Suite *experts_suite(void)
 {
     Suite *s = suite_create("experts");
@@ -563,6 +644,11 @@ static Suite *experts_suite(void)
     tc = tcase_create("synthetic");
     tcase_add_test(tc, experts_rng_reference);
     tcase_add_test(tc, experts_synthetic);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("api");
+    tcase_add_test(tc, experts_api_errors);
+    tcase_add_test(tc, experts_alloc_failure_walks);
     suite_add_tcase(s, tc);
     return s;
 }
