@@ -109,6 +109,10 @@ expect 2 "balance experts --from bad device" -- "$bin" balance experts --load "$
     --devices 4 $mig --from "$tmp/badcur.txt"
 contains "$tmp/err" "layer 0 (its line), expert 7: device 9 is not an integer in [0, 3]" \
     "a bad current device named"
+printf '0 0 1 1 2 2 3 1e30\n' >"$tmp/hugecur.txt"
+expect 2 "balance experts --from huge device" -- "$bin" balance experts --load "$tmp/load.txt" \
+    --devices 4 $mig --from "$tmp/hugecur.txt"
+contains "$tmp/err" "expert 7: device 1e+30 is not an integer in [0, 3]" "a huge device named"
 expect 2 "balance experts without a trace" -- "$bin" balance experts --devices 4
 contains "$tmp/err" "needs --load FILE or --synthetic-experts SPEC" "the trace is required"
 # Synthetic traces are reproducible.

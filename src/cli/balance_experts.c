@@ -141,7 +141,8 @@ static int load_current(job *j)
         memset(j->dev_load, 0, (size_t)j->g.devices * sizeof *j->dev_load);
         for (int32_t e = 0; e < j->experts; e++) {
             double d = ps_expert_trace_tokens(j->from, 0, l, e);
-            if (d != (double)(int32_t)d || d >= j->g.devices) {
+            if (d >= j->g.devices ||
+                d != (double)(int32_t)d) { /* the range first: the cast needs it */
                 fprintf(stderr,
                         "pipesched: %s: layer %d (its line), expert %d: device %g is not an "
                         "integer in [0, %d]\n",
