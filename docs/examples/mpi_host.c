@@ -723,9 +723,11 @@ static void progress_main(void *arg)
             else
                 batch = p, cap = n;
         }
-        memcpy(batch, h->sub, n * sizeof *batch);
-        memmove(h->sub, h->sub + n, (h->nsub - n) * sizeof *h->sub);
-        h->nsub -= n;
+        if (n) {
+            memcpy(batch, h->sub, n * sizeof *batch);
+            memmove(h->sub, h->sub + n, (h->nsub - n) * sizeof *h->sub);
+            h->nsub -= n;
+        }
         uv_mutex_unlock(&h->mu);
         for (size_t i = 0; i < n; i++)
             post(h, &batch[i]);
