@@ -8,11 +8,13 @@ CASE:
                             own check) and its loss and gradient norm equal an independent
                             pure-Python computation of the same MLP (relative 1e-12)
   fail                      --fail-rank 2 --fail-action 2F3: every process ends, non-zero,
-                            within a bound, each naming rank 2 and 2F3
+                            long before its stall timeout, each naming rank 2 and 2F3
   fail-fused                the same on the backward part of a fused pair of adaptive
-  die                       a process exits mid-run: mpirun ends the job, non-zero, in bounds
+  die                       a process exits mid-run: mpirun ends the job, non-zero, long
+                            before the others' stall timeout
   die-recovery              the same under mpirun --enable-recovery (the others live on): each
-                            survivor's stall timeout ends it, naming the rank it waits for
+                            survivor's stall timeout (1 s) ends it, naming the rank it waits
+                            for, and the job ends (about four stall timeouts after the death)
   corrupt                   one ulp off one weight gradient: the check reports a mismatch
   usage                     bad input: exit status 2 and a message naming the option
 
@@ -122,41 +124,42 @@ def expect_every_process(err, nproc, pattern, who=None):
             fail("process %d printed no line matching %r" % (p, pattern))
 
 
+# The bound of the failure cases: a stall timeout far beyond it (a process that waited for
+# its stall timeout fails the case) and far beyond mpirun's start-up (1-3 s here, 30 s under
+# ASan on a loaded machine).
+STALL_FAR = 300
+LIMIT = 150
+
+
 def case_fail(mpirun, host):
-    rc, _, err, took = run(mpirun, host, 4,
+    rc, _, err, _ = run(mpirun, host, 4,
                            ["1f1b", 4, 1, 8, "--fail-rank", 2, "--fail-action", "2F3",
-                            "--stall", 5], limit=60)
+                            "--stall", STALL_FAR], limit=LIMIT)
     if rc == 0:
         fail("exit status 0 after a failed action")
     # The failing process names its action; the others name the process, rank and action.
     expect_every_process(err, 4, r"rank 2: 2F3 failed with status 1")
     expect_every_process(err, 4, r"stopped because process 2 failed", who=[0, 1, 3])
-    if took > 30:
-        fail("took %.1f s: the others waited for their stall timeout" % took)
 
 
 def case_fail_fused(mpirun, host):
     # adaptive pp=4 vpp=2 m=8: rank 1 runs (1F5;5B0)OVERLAP_F_B, whose backward part fails.
-    rc, _, err, took = run(mpirun, host, 4,
+    rc, _, err, _ = run(mpirun, host, 4,
                            ["adaptive", 4, 2, 8, "--fail-rank", 1, "--fail-action", "5B0",
-                            "--stall", 5], limit=60)
+                            "--stall", STALL_FAR], limit=LIMIT)
     if rc == 0:
         fail("exit status 0 after a failed action")
     expect_every_process(err, 4, re.escape("rank 1: (1F5;5B0)OVERLAP_F_B failed with status 1"))
-    if took > 30:
-        fail("took %.1f s" % took)
 
 
 def case_die(mpirun, host):
-    rc, _, err, took = run(mpirun, host, 4,
+    rc, _, err, _ = run(mpirun, host, 4,
                            ["interleaved", 4, 2, 8, "--die-rank", 1, "--die-action", "1B2",
-                            "--stall", 5], limit=60)
+                            "--stall", STALL_FAR], limit=LIMIT)
     if rc == 0:
         fail("exit status 0 after a process died")
     if "process 1 exits at rank 1's action" not in err:
         fail("the injected exit did not happen")
-    if took > 30:
-        fail("took %.1f s" % took)
 
 
 def case_die_recovery(mpirun, host):
@@ -164,9 +167,9 @@ def case_die_recovery(mpirun, host):
     # the exit status says nothing here): each survivor must stop by itself, in bounded time,
     # and say which rank it waits for or that process 1 sent nothing.
     stall = 1
-    rc, _, err, took = run(mpirun, host, 4,
+    rc, _, err, _ = run(mpirun, host, 4,
                            ["interleaved", 4, 2, 8, "--die-rank", 1, "--die-action", "1B2",
-                            "--stall", stall], extra=["--enable-recovery"], limit=60)
+                            "--stall", stall], extra=["--enable-recovery"], limit=LIMIT)
     survivors = [0, 2, 3]
     expect_every_process(err, 4, r"run failed: ", who=survivors)
     expect_every_process(err, 4, r"no result from process 1 within", who=survivors)
@@ -174,9 +177,6 @@ def case_die_recovery(mpirun, host):
         fail("no survivor names rank 1 as the one it waits for")
     if not re.search(r"rank [0-3]: blocked at step [0-9]+ on [0-9]+[FIBW][0-9]+", err):
         fail("no stall message names a blocked action")
-    # stall + result wait + printed wait + abort wait, each about one stall timeout.
-    if took > 8 * stall + 15:
-        fail("took %.1f s" % took)
 
 
 def case_corrupt(mpirun, host):

@@ -81,7 +81,7 @@ typedef struct mat {
     double v[N * N];
 } mat;
 
-/* ---- arithmetic (shared by the compute threads and the reference) ------------------------ */
+/* ---- arithmetic (shared by the compute threads and the reference) ---------------------------- */
 
 /* out = a . b */
 static void mul(mat *out, const mat *a, const mat *b)
@@ -156,19 +156,19 @@ static void layer_weight_grad(mat *dw, const mat *gz, const mat *x)
         }
 }
 
-/* ---- the model: per-stage weights and per-(stage, mb) buffers ----------------------------- */
+/* ---- the model: per-stage weights and per-(stage, mb) buffers -------------------------------- */
 
 typedef struct model {
     const ps_schedule *s;
     int pp, ns, m;
-    int *prev, *next; /* [stage * m + mb]: neighbour stage on mb's path, -1 at the ends */
-    int *on_path;     /* [stage * m + mb]: stage is on mb's path */
+    int *prev, *next;  /* [stage * m + mb]: neighbour stage on mb's path, -1 at the ends */
+    int *on_path;      /* [stage * m + mb]: stage is on mb's path */
     int *layer, *last; /* [stage]: layer index; [mb]: the last stage of mb's path */
     int nlayers;
-    mat *w, *dw;      /* [stage] */
-    mat *x, *t;       /* [mb]: inputs and targets */
-    mat *y, *gz, *gx; /* [stage * m + mb] */
-    double *loss;     /* [mb] */
+    mat *w, *dw;                  /* [stage] */
+    mat *x, *t;                   /* [mb]: inputs and targets */
+    mat *y, *gz, *gx;             /* [stage * m + mb] */
+    double *loss;                 /* [mb] */
     unsigned char *nf, *ni, *nw;  /* [stage * m + mb]: how many times F, I and W ran here */
     unsigned char *got_y, *got_g; /* [stage * m + mb]: y / gx received from another process */
 } model;
@@ -397,7 +397,7 @@ static void reference_free(reference *ref)
     free(ref->y), free(ref->gx), free(ref->dw), free(ref->lw), free(ref->loss);
 }
 
-/* ---- the host ---------------------------------------------------------------------------------- */
+/* ---- the host -------------------------------------------------------------------------------- */
 
 /* A control message: a process's run result (status 0: every local action ran). origin: the
  * failure happened here (not a cancel because another process failed). */
@@ -496,9 +496,8 @@ static void rank_main(void *arg)
                     h->proc, t->rank);
             _exit(3); /* a crash: no MPI_Finalize, no message to the others */
         }
-        int status = t->rank == h->fail_rank && matches(&a, &h->fail_action)
-                         ? 1
-                         : host_action(&h->md, &a);
+        int status =
+            t->rank == h->fail_rank && matches(&a, &h->fail_action) ? 1 : host_action(&h->md, &a);
         uv_mutex_lock(&t->mu);
         t->busy = 0;
         uv_mutex_unlock(&t->mu);
@@ -605,8 +604,7 @@ static void on_done(ps_exec *x, int status, void *ud)
         snprintf(h->msg, sizeof h->msg, "stopped because process %d failed: %.1900s", from,
                  h->notice_text);
     else
-        snprintf(h->msg, sizeof h->msg, "%s: %.1990s", ps_err_name(status),
-                 ps_exec_last_error(x));
+        snprintf(h->msg, sizeof h->msg, "%s: %.1990s", ps_err_name(status), ps_exec_last_error(x));
 }
 
 /* Loop thread: another process reported a failure. */
@@ -617,7 +615,7 @@ static void on_notice(uv_async_t *a)
         (void)ps_exec_cancel(h->x);
 }
 
-/* ---- the progress thread: every MPI call during the run --------------------------------------- */
+/* ---- the progress thread: every MPI call during the run -------------------------------------- */
 
 static void post(host *h, const xfer *t)
 {
@@ -674,8 +672,8 @@ static int poll_ctl(host *h)
         return 0;
     take_result(h, st.MPI_SOURCE);
     if (h->got_results < h->nproc - 1)
-        MPI_Irecv(&h->ctl_buf, (int)sizeof h->ctl_buf, MPI_BYTE, MPI_ANY_SOURCE, TAG_RESULT,
-                  h->ctl, &h->ctl_req);
+        MPI_Irecv(&h->ctl_buf, (int)sizeof h->ctl_buf, MPI_BYTE, MPI_ANY_SOURCE, TAG_RESULT, h->ctl,
+                  &h->ctl_req);
     return 1;
 }
 
@@ -746,7 +744,7 @@ static void progress_main(void *arg)
     free(batch);
 }
 
-/* ---- one run ------------------------------------------------------------------------------------ */
+/* ---- one run --------------------------------------------------------------------------------- */
 
 static void stop_threads(host *h)
 {
@@ -811,7 +809,10 @@ static int execute(host *h, const ps_problem *pb)
         snprintf(h->msg, sizeof h->msg, "ps_exec_new: %s", ps_strerror(rc));
         return 1;
     }
-    uv_async_init(loop, &h->notice, on_notice);
+    if (uv_async_init(loop, &h->notice, on_notice)) {
+        fprintf(stderr, "mpi-host: uv_async_init failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     h->notice.data = h;
     uv_unref((uv_handle_t *)&h->notice);
     h->in_run = 1;
@@ -829,8 +830,11 @@ static int execute(host *h, const ps_problem *pb)
         fprintf(stderr, "mpi-host: cannot start the threads\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    rc = ps_exec_start(h->x);
+    /* The executor's clock starts inside ps_exec_start, after its emulation threads started
+     * and before it issues the first actions: read ours right after, microseconds later. */
     h->t0 = (double)uv_hrtime() * 1e-9;
-    if ((rc = ps_exec_start(h->x)) == 0)
+    if (rc == 0)
         uv_run(loop, UV_RUN_DEFAULT); /* returns once the run stopped (on_done was called) */
     else
         snprintf(h->msg, sizeof h->msg, "ps_exec_start: %s", ps_strerror(rc));
@@ -854,7 +858,7 @@ static void finish(host *h)
         fprintf(stderr, "mpi-host: process %d: handles left on the loop\n", h->proc);
 }
 
-/* ---- after the run: results, failure path, checks ------------------------------------------------ */
+/* ---- after the run: results, failure path, checks -------------------------------------------- */
 
 static double now_s(void)
 {
@@ -1071,7 +1075,7 @@ static void start_together(host *h)
         ;
 }
 
-/* ---- main ---------------------------------------------------------------------------------------- */
+/* ---- main ------------------------------------------------------------------------------------ */
 
 static int usage(int proc, const char *why)
 {
@@ -1117,10 +1121,8 @@ static int parse_args(host *h, options *o, int argc, char **argv, char *why, siz
         return 1;
     }
     o->family = argv[1];
-    if (!parse_num(argv[2], &o->pp) || !parse_num(argv[3], &o->vpp) ||
-        !parse_num(argv[4], &o->m)) {
-        snprintf(why, n, "PP, VPP and M must be numbers, got %s %s %s", argv[2], argv[3],
-                 argv[4]);
+    if (!parse_num(argv[2], &o->pp) || !parse_num(argv[3], &o->vpp) || !parse_num(argv[4], &o->m)) {
+        snprintf(why, n, "PP, VPP and M must be numbers, got %s %s %s", argv[2], argv[3], argv[4]);
         return 1;
     }
     for (int i = 5; i < argc; i++) {
@@ -1134,8 +1136,7 @@ static int parse_args(host *h, options *o, int argc, char **argv, char *why, siz
         if (!strcmp(k, "--fail-action") || !strcmp(k, "--die-action")) {
             int fail = k[2] == 'f';
             if (!parse_action(v, fail ? &h->fail_action : &h->die_action)) {
-                snprintf(why, n, "%s: '%s' is not a compute action (F, I, W or B: 2F3, 1I0)", k,
-                         v);
+                snprintf(why, n, "%s: '%s' is not a compute action (F, I, W or B: 2F3, 1I0)", k, v);
                 return 1;
             }
             *(fail ? &o->has_fail_action : &o->has_die_action) = 1;
@@ -1292,14 +1293,16 @@ int main(int argc, char **argv)
                     (from < 0 || (h.res[p].origin && !h.res[from].origin)))
                     from = p;
             if (from >= 0)
-                fprintf(stderr, "mpi-host: process %d (rank %s): finished, but process %d "
-                                "failed: %s\n",
+                fprintf(stderr,
+                        "mpi-host: process %d (rank %s): finished, but process %d "
+                        "failed: %s\n",
                         h.proc, rk, from, h.res[from].text);
         }
         for (int p = 0; p < h.nproc; p++)
             if (p != h.proc && !h.have[p])
-                fprintf(stderr, "mpi-host: process %d (rank %s): no result from process %d "
-                                "within %g s: it died or hangs\n",
+                fprintf(stderr,
+                        "mpi-host: process %d (rank %s): no result from process %d "
+                        "within %g s: it died or hangs\n",
                         h.proc, rk, p, h.stall_s);
         abort_job(&h, h.stall_s > 0 ? h.stall_s : 60); /* does not return */
     }
