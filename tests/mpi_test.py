@@ -10,6 +10,7 @@ CASE:
   fail                      --fail-rank 2 --fail-action 2F3: every process ends, non-zero,
                             long before its stall timeout, each naming rank 2 and 2F3
   fail-fused                the same on the backward part of a fused pair of adaptive
+  fail-last                 the last action fails, after the other processes finished
   die                       a process exits mid-run: mpirun ends the job, non-zero, long
                             before the others' stall timeout
   die-recovery              the same under mpirun --enable-recovery (the others live on): each
@@ -133,8 +134,8 @@ LIMIT = 150
 
 def case_fail(mpirun, host):
     rc, _, err, _ = run(mpirun, host, 4,
-                           ["1f1b", 4, 1, 8, "--fail-rank", 2, "--fail-action", "2F3",
-                            "--stall", STALL_FAR], limit=LIMIT)
+                        ["1f1b", 4, 1, 8, "--fail-rank", 2, "--fail-action", "2F3",
+                         "--stall", STALL_FAR], limit=LIMIT)
     if rc == 0:
         fail("exit status 0 after a failed action")
     # The failing process names its action; the others name the process, rank and action.
@@ -145,17 +146,28 @@ def case_fail(mpirun, host):
 def case_fail_fused(mpirun, host):
     # adaptive pp=4 vpp=2 m=8: rank 1 runs (1F5;5B0)OVERLAP_F_B, whose backward part fails.
     rc, _, err, _ = run(mpirun, host, 4,
-                           ["adaptive", 4, 2, 8, "--fail-rank", 1, "--fail-action", "5B0",
-                            "--stall", STALL_FAR], limit=LIMIT)
+                        ["adaptive", 4, 2, 8, "--fail-rank", 1, "--fail-action", "5B0",
+                         "--stall", STALL_FAR], limit=LIMIT)
     if rc == 0:
         fail("exit status 0 after a failed action")
     expect_every_process(err, 4, re.escape("rank 1: (1F5;5B0)OVERLAP_F_B failed with status 1"))
 
 
+def case_fail_last(mpirun, host):
+    # 0B7 is the last action of 1F1B: ranks 1-3 have finished when it fails.
+    rc, _, err, _ = run(mpirun, host, 4,
+                        ["1f1b", 4, 1, 8, "--fail-rank", 0, "--fail-action", "0B7",
+                         "--stall", STALL_FAR], limit=LIMIT)
+    if rc == 0:
+        fail("exit status 0 after a failed action")
+    expect_every_process(err, 4, r"rank 0: 0B7 failed with status 1")
+    expect_every_process(err, 4, r"finished, but process 0 failed", who=[1, 2, 3])
+
+
 def case_die(mpirun, host):
     rc, _, err, _ = run(mpirun, host, 4,
-                           ["interleaved", 4, 2, 8, "--die-rank", 1, "--die-action", "1B2",
-                            "--stall", STALL_FAR], limit=LIMIT)
+                        ["interleaved", 4, 2, 8, "--die-rank", 1, "--die-action", "1B2",
+                         "--stall", STALL_FAR], limit=LIMIT)
     if rc == 0:
         fail("exit status 0 after a process died")
     if "process 1 exits at rank 1's action" not in err:
@@ -168,8 +180,8 @@ def case_die_recovery(mpirun, host):
     # and say which rank it waits for or that process 1 sent nothing.
     stall = 1
     rc, _, err, _ = run(mpirun, host, 4,
-                           ["interleaved", 4, 2, 8, "--die-rank", 1, "--die-action", "1B2",
-                            "--stall", stall], extra=["--enable-recovery"], limit=LIMIT)
+                        ["interleaved", 4, 2, 8, "--die-rank", 1, "--die-action", "1B2",
+                         "--stall", stall], extra=["--enable-recovery"], limit=LIMIT)
     survivors = [0, 2, 3]
     expect_every_process(err, 4, r"run failed: ", who=survivors)
     expect_every_process(err, 4, r"no result from process 1 within", who=survivors)
@@ -210,6 +222,7 @@ def main():
         return 77
     args = sys.argv[4:]
     cases = {"run": case_run, "fail": case_fail, "fail-fused": case_fail_fused,
+             "fail-last": case_fail_last,
              "die": case_die, "die-recovery": case_die_recovery, "corrupt": case_corrupt,
              "usage": case_usage}
     if case not in cases:

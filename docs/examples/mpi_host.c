@@ -69,6 +69,7 @@
 
 #include <mpi.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,7 +454,7 @@ typedef struct host {
     int quit;
     /* control: results of the other processes (ctl_req is posted while waiting for them) */
     MPI_Request ctl_req;
-    result ctl_buf, *res;
+    result ctl_buf, mine, *res; /* mine: the one this process sends (alive until the end) */
     unsigned char *have;
     int got_results;
     /* a failure reported by another process during the run; nmu guards it */
@@ -599,11 +600,11 @@ static void on_done(ps_exec *x, int status, void *ud)
         return;
     uv_mutex_lock(&h->nmu);
     int from = h->notice_from;
-    uv_mutex_unlock(&h->nmu);
     if (status == PS_ECANCELED && from >= 0)
         snprintf(h->msg, sizeof h->msg, "stopped because process %d failed: %.1900s", from,
                  h->notice_text);
-    else
+    uv_mutex_unlock(&h->nmu);
+    if (!(status == PS_ECANCELED && from >= 0))
         snprintf(h->msg, sizeof h->msg, "%s: %.1990s", ps_err_name(status), ps_exec_last_error(x));
 }
 
@@ -883,17 +884,17 @@ static const char *ranks_of(const host *h, char *buf, size_t n)
 /* Sends this process's result to every other one and waits (at most wait_s) for theirs. */
 static void exchange_results(host *h, int failed, int origin, double wait_s)
 {
-    result mine;
-    memset(&mine, 0, sizeof mine);
-    mine.status = failed;
-    mine.origin = origin;
-    snprintf(mine.text, sizeof mine.text, "%s", h->msg);
+    result *mine = &h->mine;
+    memset(mine, 0, sizeof *mine);
+    mine->status = failed;
+    mine->origin = origin;
+    snprintf(mine->text, sizeof mine->text, "%s", h->msg);
     MPI_Request *rq = xcalloc((size_t)h->nproc, sizeof *rq);
     for (int p = 0; p < h->nproc; p++)
         rq[p] = MPI_REQUEST_NULL;
     for (int p = 0; p < h->nproc; p++)
         if (p != h->proc)
-            MPI_Isend(&mine, (int)sizeof mine, MPI_BYTE, p, TAG_RESULT, h->ctl, &rq[p]);
+            MPI_Isend(mine, (int)sizeof *mine, MPI_BYTE, p, TAG_RESULT, h->ctl, &rq[p]);
     double end = now_s() + wait_s;
     while (h->got_results < h->nproc - 1 && now_s() < end)
         if (!poll_ctl(h))
@@ -1245,7 +1246,8 @@ int main(int argc, char **argv)
         goto out;
     }
     model_init(&h.md, s);
-    if (flag && tag_ub && tag_of(&h.md, h.md.ns - 1, h.md.m - 1, 1) > *tag_ub) {
+    if (flag && tag_ub &&
+        (2LL * h.md.ns * h.md.m + 16 > *tag_ub || 2LL * h.md.ns * h.md.m > INT_MAX)) {
         ret = usage(h.proc, "stages x micro-batches exceed the MPI tag range");
         goto out_model;
     }
