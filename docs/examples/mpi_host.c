@@ -20,6 +20,8 @@
  *     --emulate SCALE         no arithmetic: each compute action sleeps its cost-model duration
  *                             (f=b=w=1) times SCALE seconds, transfers still go through MPI;
  *                             process 0 prints the measured makespan against the simulation
+ *     --trace FILE            with --emulate: process 0 writes both timelines as a Chrome trace
+ *                             (pid = rank; tid 0 measured, tid 1 simulated; microseconds)
  *
  * Rank r runs in MPI process r mod P (P <= PP). Every process runs ps_exec with its own ranks
  * as the local ranks; a transfer between two ranks of one process stays inside the executor,
@@ -443,6 +445,7 @@ typedef struct host {
     int fail_rank, die_rank;
     ps_action fail_action, die_action;
     double stall_s, emulate;
+    const char *trace; /* --trace: the measured and simulated timelines, Chrome trace */
     int corrupt_stage; /* --corrupt-stage: one ulp off this stage's gradient (the check fails) */
     /* the progress thread; mu guards sub, quit */
     uv_thread_t ptid;
@@ -1031,6 +1034,11 @@ static void report_timeline(host *h, const ps_problem *pb, const char *name)
     }
     double makespan = 0.0, dev = 0.0;
     long nacts = 0;
+    FILE *trace = h->trace ? fopen(h->trace, "w") : NULL;
+    if (h->trace && !trace)
+        fprintf(stderr, "mpi-host: cannot write %s\n", h->trace);
+    if (trace)
+        fprintf(trace, "{\"traceEvents\":[");
     for (int r = 0; r < md->pp; r++) {
         int n = (int)ps_schedule_rank_length(md->s, r), p = r % h->nproc;
         double *st = xcalloc((size_t)n, sizeof *st), *en = xcalloc((size_t)n, sizeof *en);
@@ -1041,15 +1049,33 @@ static void report_timeline(host *h, const ps_problem *pb, const char *name)
             MPI_Recv(st, n, MPI_DOUBLE, p, 2 * r, h->data, MPI_STATUS_IGNORE);
             MPI_Recv(en, n, MPI_DOUBLE, p, 2 * r + 1, h->data, MPI_STATUS_IGNORE);
         }
-        const double *ss = ps_sim_starts(sim, r);
+        const double *ss = ps_sim_starts(sim, r), *se = ps_sim_ends(sim, r);
+        const ps_action *acts = ps_schedule_rank_actions(md->s, r);
         for (int i = 0; i < n; i++) {
             double s_u = (st[i] + t0[p] - base) / h->emulate;
             double e_u = (en[i] + t0[p] - base) / h->emulate;
             makespan = e_u > makespan ? e_u : makespan;
             dev += fabs(s_u - ss[i]);
+            if (trace) {
+                char an[64];
+                ps_action_format(&acts[i], an, sizeof an);
+                /* Microseconds of the run; the simulation drawn on the same scale. */
+                fprintf(trace,
+                        "%s\n{\"name\":\"%s\",\"cat\":\"measured\",\"ph\":\"X\",\"pid\":%d,"
+                        "\"tid\":0,\"ts\":%.1f,\"dur\":%.1f},\n{\"name\":\"%s\",\"cat\":"
+                        "\"simulated\",\"ph\":\"X\",\"pid\":%d,\"tid\":1,\"ts\":%.1f,\"dur\":%.1f}",
+                        nacts ? "," : "", an, r, s_u * h->emulate * 1e6,
+                        (e_u - s_u) * h->emulate * 1e6, an, r, ss[i] * h->emulate * 1e6,
+                        (se[i] - ss[i]) * h->emulate * 1e6);
+            }
             nacts++;
         }
         free(st), free(en);
+    }
+    if (trace) {
+        fprintf(trace, "\n]}\n");
+        if (fclose(trace))
+            fprintf(stderr, "mpi-host: cannot write %s\n", h->trace);
     }
     double skew = 0.0;
     for (int p = 0; p < h->nproc; p++)
@@ -1085,7 +1111,7 @@ static int usage(int proc, const char *why)
                 "mpi-host: %s\n"
                 "usage: mpirun -np P mpi-host FAMILY PP VPP M [--group-size G] [--stall S]\n"
                 "       [--fail-rank R --fail-action A] [--die-rank R --die-action A]\n"
-                "       [--emulate SCALE] [--corrupt-stage S]\n"
+                "       [--emulate SCALE [--trace FILE]] [--corrupt-stage S]\n"
                 "       (P <= PP; A an action like 2F3, 1I0, 0W5)\n",
                 why);
     return 2;
@@ -1134,6 +1160,10 @@ static int parse_args(host *h, options *o, int argc, char **argv, char *why, siz
             return 1;
         }
         i++;
+        if (!strcmp(k, "--trace")) {
+            h->trace = v;
+            continue;
+        }
         if (!strcmp(k, "--fail-action") || !strcmp(k, "--die-action")) {
             int fail = k[2] == 'f';
             if (!parse_action(v, fail ? &h->fail_action : &h->die_action)) {
@@ -1160,10 +1190,11 @@ static int parse_args(host *h, options *o, int argc, char **argv, char *why, siz
         else if (!strcmp(k, "--corrupt-stage"))
             h->corrupt_stage = (int)num;
         else {
-            snprintf(why, n,
-                     "unknown option %s (valid: --group-size, --stall, --fail-rank, "
-                     "--fail-action, --die-rank, --die-action, --emulate, --corrupt-stage)",
-                     k);
+            snprintf(
+                why, n,
+                "unknown option %s (valid: --group-size, --stall, --fail-rank, "
+                "--fail-action, --die-rank, --die-action, --emulate, --trace, --corrupt-stage)",
+                k);
             return 1;
         }
     }
