@@ -707,8 +707,8 @@ static int poll_transfers(host *h)
 }
 
 /* Polls while there is work and sleeps when there is none (10 us doubling up to 50 us while a
- * receive is posted, up to 2 ms otherwise; a new request wakes it at once): a busy loop would
- * take a core from the compute threads of an oversubscribed machine. */
+ * transfer is in flight, up to 2 ms otherwise; a new request wakes it at once): a busy loop
+ * would take a core from the compute threads of an oversubscribed machine. */
 static void progress_main(void *arg)
 {
     host *h = arg;
@@ -734,7 +734,7 @@ static void progress_main(void *arg)
         for (size_t i = 0; i < n; i++)
             post(h, &batch[i]);
         int busy = poll_transfers(h) | poll_ctl(h) | (n > 0);
-        /* A posted receive is a rank waiting at the head of its list: poll often then. */
+        /* A transfer in flight (a posted receive is a rank waiting for it): poll often. */
         uint64_t cap_ns = h->nact ? 50000 : 2000000;
         uv_mutex_lock(&h->mu);
         if (busy) {
