@@ -56,13 +56,14 @@
  * the run the main thread makes the MPI calls. One compute thread per local rank does the
  * arithmetic and calls ps_exec_complete() too.
  *
- * Failures. A process whose run stopped tells every other one (a result message on a
- * control communicator, received by their progress threads, which cancel their runs), prints
- * its message, and after the result exchange every process prints its own; then all of them
- * wait (bounded) for each other's "printed" message and end the job with MPI_Abort (a run that
- * stopped leaves transfers posted, which MPI_Finalize must not meet). A peer that died sends
- * nothing: the others' stall timeout ends their runs, and every wait after it is bounded by
- * the same timeout.
+ * Results and failures. After its run every process prints its failure, if any, and sends its
+ * result to every other one on a control communicator; during the run the others' progress
+ * threads receive it there, and a failure cancels their runs at once. Once every result is in
+ * (or after a stall timeout), either all succeeded and the checks run, or every process prints
+ * its line, they wait (bounded) for each other's "printed" message and end the job with
+ * MPI_Abort (a run that stopped leaves transfers posted, which MPI_Finalize must not meet). A
+ * peer that died sends nothing: the others' stall timeout ends their runs, and every wait
+ * after it is bounded by the same timeout.
  *
  * Public API only (pipesched.h and exec.h). SPDX-License-Identifier: MIT
  */
