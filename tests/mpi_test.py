@@ -14,7 +14,7 @@ CASE:
   die                       a process exits mid-run: mpirun ends the job, non-zero, long
                             before the others' stall timeout
   die-recovery              the same under mpirun --enable-recovery (the others live on): each
-                            survivor's stall timeout (1 s) ends it, naming the rank it waits
+                            survivor's stall timeout (2 s) ends it, naming the rank it waits
                             for, and the job ends (about four stall timeouts after the death)
   corrupt                   one ulp off one weight gradient: the check reports a mismatch
   usage                     bad input: exit status 2 and a message naming the option
@@ -178,7 +178,7 @@ def case_die_recovery(mpirun, host):
     # Under --enable-recovery mpirun lets the others run on (and exits 0 whatever they do, so
     # the exit status says nothing here): each survivor must stop by itself, in bounded time,
     # and say which rank it waits for or that process 1 sent nothing.
-    stall = 1
+    stall = 2
     rc, _, err, _ = run(mpirun, host, 4,
                         ["interleaved", 4, 2, 8, "--die-rank", 1, "--die-action", "1B2",
                          "--stall", stall], extra=["--enable-recovery"], limit=LIMIT)
