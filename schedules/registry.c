@@ -226,13 +226,19 @@ static int check_stage_count(ps_schedule *s, const char *key, size_t n, const ps
                       n == 1 ? "y" : "ies", f->name, pb->pp, z->v, z->nstages);
 }
 
-/* The per-stage tables (memory, costs, MoE layers) must fit the stages the family makes. */
+/* The per-stage tables (memory, costs, MoE layers) must fit the stages the family makes, and
+ * the micro-batch weights its micro-batches. */
 static int check_stage_tables(ps_schedule *s, const ps__family *f, const ps_problem *pb,
                               const gen_size *z)
 {
     int rc = check_stage_count(s, "stage_memory", pb->n_stage_mem, f, pb, z);
     if (rc)
         return rc;
+    if (pb->n_mb_weights && pb->n_mb_weights != (size_t)pb->m)
+        return ps__seterr(s->err, PS_ECONFIG,
+                          "microbatch_weights has %zu entr%s but there are %lld micro-batches "
+                          "(one weight per micro-batch)",
+                          pb->n_mb_weights, pb->n_mb_weights == 1 ? "y" : "ies", pb->m);
     rc = check_stage_count(s, "stage_costs", pb->n_stage_costs, f, pb, z);
     if (rc)
         return rc;

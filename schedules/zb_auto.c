@@ -118,8 +118,16 @@ typedef struct zctx {
     double now;      /* the pass loop's current decision time */
     int32_t rewind;  /* the pass loop: lowest rank woken to `now` behind the scan */
     double *tf, *ti; /* end of F(s, j) and of I(s, j), index ps__sm(m, s, j) */
+    const double *wt; /* the problem's micro-batch weights (m entries), NULL when none */
     int64_t placed, total;
 } zctx;
+
+/* The duration d of a stage's action for micro-batch mb under the weights: the simulator's
+ * d * w[mb] (exactly d when w[mb] is 1). */
+static inline double wdur(const zctx *z, double d, int32_t mb)
+{
+    return z->wt ? d * z->wt[mb] : d;
+}
 
 /* ---- the winner tree ----------------------------------------------------------------------- */
 
@@ -234,7 +242,7 @@ static void place(zctx *z, int32_t r, int kind, int32_t stage, double ready)
         q->first = start;
     if (kind == PS_F) {
         mb = g->nf++;
-        d = g->f;
+        d = wdur(z, g->f, mb);
         e = start + d;
         z->tf[ps__sm((size_t)z->m, stage, mb)] = e;
         q->mem += g->mf;
@@ -245,7 +253,7 @@ static void place(zctx *z, int32_t r, int kind, int32_t stage, double ready)
         }
     } else if (kind == PS_I) {
         mb = g->ni++;
-        d = g->b;
+        d = wdur(z, g->b, mb);
         e = start + d;
         z->ti[ps__sm((size_t)z->m, stage, mb)] = e;
         q->mem += g->mb;
@@ -256,7 +264,7 @@ static void place(zctx *z, int32_t r, int kind, int32_t stage, double ready)
         }
     } else {
         mb = g->nw++;
-        d = g->w;
+        d = wdur(z, g->w, mb);
         e = start + d;
         q->mem += g->mw;
     }
@@ -366,8 +374,8 @@ static inline double decide(zctx *z, int32_t r, unsigned pol, const int v)
     if (bf >= 0) {
         /* What the forward may give way to: an I, or on a V rank chunk 1's forward. */
         double hi = bf == q->st[0] && next_f1 < next_i ? next_f1 : next_i;
-        if ((pol & ZB_YIELD_F) && hi < t + z->st[bf].f) {
-            if (w >= 0 && t + z->st[w].w <= hi) {
+        if ((pol & ZB_YIELD_F) && hi < t + wdur(z, z->st[bf].f, z->st[bf].nf)) {
+            if (w >= 0 && t + wdur(z, z->st[w].w, z->st[w].nw) <= hi) {
                 place(z, r, PS_W, w, 0);
                 return q->free;
             }
@@ -378,7 +386,7 @@ static inline double decide(zctx *z, int32_t r, unsigned pol, const int v)
     }
     if (w >= 0) {
         /* A forward that waits for memory needs the W now, whatever the policy. */
-        if (!blocked && (pol & ZB_W_FITS) && next_i < t + z->st[w].w)
+        if (!blocked && (pol & ZB_W_FITS) && next_i < t + wdur(z, z->st[w].w, z->st[w].nw))
             return next_i;
         place(z, r, PS_W, w, 0);
         return q->free;
@@ -507,27 +515,46 @@ static void sequential(zctx *z)
     }
 }
 
+/* The arrival of micro-batch 0's forward at each stage (a) and of its gradient (e), with
+ * the weight x on every duration: the round trip of a micro-batch of weight x. */
+static void chain_times(zctx *z, double x, double *a, double *e)
+{
+    for (int32_t s = 0; s < z->ns; s++)
+        a[s] = s == 0 ? 0 : a[s - 1] + z->st[s - 1].f * x + z->st[s].cin_f;
+    for (int32_t s = z->ns - 1; s >= 0; s--)
+        e[s] = s == z->ns - 1 ? a[s] + z->st[s].f * x
+                              : e[s + 1] + z->st[s + 1].b * x + z->st[s].cin_i;
+}
+
 /*
  * A lower bound on the makespan: every rank's work after its first forward can arrive, and
- * the round trip of one micro-batch. *idle receives the idle time that a rank starting at
- * that arrival cannot avoid: until its first I can arrive it only has forwards, as many as
- * memory and the micro-batches allow. A try that reaches both ends the search. Uses tf and ti
- * as scratch.
+ * the round trip of the heaviest micro-batch. *idle receives the idle time that a rank
+ * starting at that arrival cannot avoid: until its first I (micro-batch 0's) can arrive it
+ * only has forwards, as many as memory and the micro-batches allow, each at most the heaviest.
+ * A try that reaches both ends the search. Without weights every weight is 1 (an exact factor).
+ * Uses tf and ti as scratch.
  */
 static double lower_bound(zctx *z, double *idle)
 {
-    double *a = z->tf, *e = z->ti, lb = 0;
-    for (int32_t s = 0; s < z->ns; s++)
-        a[s] = s == 0 ? 0 : a[s - 1] + z->st[s - 1].f + z->st[s].cin_f;
-    for (int32_t s = z->ns - 1; s >= 0; s--)
-        e[s] = s == z->ns - 1 ? a[s] + z->st[s].f : e[s + 1] + z->st[s + 1].b + z->st[s].cin_i;
-    double chain = e[0] + z->st[0].b + z->st[0].w;
+    double *a = z->tf, *e = z->ti, lb = 0, wsum = z->m, wmax = 1, w0 = 1;
+    if (z->wt) {
+        wsum = 0;
+        wmax = w0 = z->wt[0];
+        for (int32_t j = 0; j < z->m; j++) {
+            wsum += z->wt[j];
+            wmax = z->wt[j] > wmax ? z->wt[j] : wmax;
+        }
+    }
+    chain_times(z, wmax, a, e);
+    double chain = e[0] + z->st[0].b * wmax + z->st[0].w * wmax;
+    if (w0 != wmax)
+        chain_times(z, w0, a, e);
     *idle = 0;
     for (int32_t r = 0; r < z->p; r++) {
         const zstage *g0 = &z->st[z->rk[r].st[0]], *g1 = &z->st[z->rk[r].st[1]];
-        double work = (g0->f + g0->b + g0->w) * z->m;
+        double work = (g0->f + g0->b + g0->w) * wsum;
         if (z->v == 2)
-            work += (g1->f + g1->b + g1->w) * z->m;
+            work += (g1->f + g1->b + g1->w) * wsum;
         double start = a[g0 - z->st],
                first_i = e[g1 - z->st] < e[g0 - z->st] ? e[g1 - z->st] : e[g0 - z->st];
         if (start + work > lb)
@@ -535,7 +562,7 @@ static double lower_bound(zctx *z, double *idle)
         double nf = (double)z->v * z->m, mf = g0->mf < g1->mf ? g0->mf : g1->mf;
         if (z->limit < INFINITY && mf > 0 && floor(z->limit / mf) < nf)
             nf = floor(z->limit / mf);
-        double fmax = g0->f > g1->f ? g0->f : g1->f;
+        double fmax = (g0->f > g1->f ? g0->f : g1->f) * wmax;
         if (first_i - start - nf * fmax > *idle)
             *idle = first_i - start - nf * fmax;
     }
@@ -702,6 +729,7 @@ int ps__zb_auto_generate(ps_schedule *s, const ps__params *p)
     z.total = 3LL * z.ns * z.m;
     z.limit = ps_problem_mem_limit(p->pb) > 0 ? ps_problem_mem_limit(p->pb) : INFINITY;
     z.cap = z.limit * (1 + 1e-12);
+    ps_problem_microbatch_weights(p->pb, &z.wt);
     z.leaves = 1;
     while (z.leaves < z.p)
         z.leaves *= 2;

@@ -78,6 +78,10 @@ struct ps_problem {
      * loss). Set only through ps__problem_set_moe_extra(), not by configs. */
     ps_stage_cost *moe_extra;
     size_t n_moe_extra;
+    /* Per-micro-batch cost weights (n_mb_weights entries, 0 = every micro-batch costs the
+     * same): ps_problem_set_microbatch_weights(). */
+    double *mb_weights;
+    size_t n_mb_weights;
     char err[PS__ERRLEN];
 };
 
@@ -293,6 +297,10 @@ int ps__action_parse_why(const char *s, size_t len, ps_action *out, size_t *err_
 /* Writes the action string of a into buf (at least 64 bytes). */
 void ps__action_str(const ps_action *a, char *buf, size_t n);
 
+/* The factor by which the micro-batch weights scale action a's duration in sim (1 without
+ * weights; a fused pair's weighted duration over its unweighted one). a must be an action of
+ * sim's schedule. */
+double ps__sim_scale(const ps_sim *sim, const ps_action *a);
 /* The simulator's cost c (or another ps_cost) and the schedule its timeline belongs to. */
 double ps__sim_cost(const ps_sim *sim, int which);
 const ps_schedule *ps__sim_schedule(const ps_sim *sim);

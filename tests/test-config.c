@@ -196,7 +196,7 @@ static ps_problem *prepared_problem(void)
 
 static const char known_root[] =
     ". Known keys of $: schedule, pp, vpp, microbatches, group_size, extra_warmup, split_backward, "
-    "costs, stage_costs, memory, stage_memory, model, cluster, moe";
+    "costs, stage_costs, memory, stage_memory, microbatch_weights, model, cluster, moe";
 static const char known_costs[] = ". Known keys of $.costs: f, b, w, c, fb";
 
 /* ---- valid configs -------------------------------------------------------------------------- */

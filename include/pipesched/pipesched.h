@@ -174,8 +174,8 @@ PS_EXTERN const char *ps_problem_last_error(const ps_problem *pb);
 /*
  * Applies a JSON configuration (see docs/config.md): keys "schedule", "pp", "vpp",
  * "microbatches", "group_size", "costs" {"f","b","w","c","fb"}, "stage_costs" [{"f","b","w"}],
- * "memory" {"f","b","w","limit"}, "stage_memory" [{"f","b","w"}], "extra_warmup",
- * "split_backward", and the MoE blocks "model", "cluster", "moe" (docs/config.md).
+ * "memory" {"f","b","w","limit"}, "stage_memory" [{"f","b","w"}], "microbatch_weights"
+ * [numbers], "extra_warmup", "split_backward", and the MoE blocks "model", "cluster", "moe" (docs/config.md).
  * Keys not present keep their current value. Unknown keys, wrong types and out-of-range values
  * are PS_ECONFIG with a message naming every offending JSON path; malformed JSON is PS_EPARSE
  * with line and column. On failure pb is unchanged.
@@ -222,6 +222,30 @@ PS_EXTERN int ps_problem_set_mem_limit(ps_problem *pb, double limit);
 PS_EXTERN double ps_problem_mem_limit(const ps_problem *pb);
 /* Parses "f=1,b=-0.5,w=-0.5" (any subset; the result must still sum to 0). */
 PS_EXTERN int ps_problem_set_memory_string(ps_problem *pb, const char *spec);
+
+/*
+ * Per-micro-batch cost weights, for uneven micro-batches (packed sequences whose documents
+ * differ in length cost differently). Micro-batch j's F, I, W and B cost their stage's cost
+ * times w[j]. A fused pair costs its forward part with the forward's weight and its backward
+ * part with the backward's: f·w_i + b·w_j (+ w·w_j for a full backward) when the pair costs
+ * the sum of its parts; a pair of its own duration D (the fb cost, or the overlap planner's
+ * plan in MoE mode) costs D·(f·w_i + b'·w_j)/(f + b'), its parts' unfused durations weighted.
+ * Memory and the transfer cost c are not weighted. Every family is simulated with them and
+ * zb-auto schedules with them. All weights 1 give exactly the unweighted durations.
+ *
+ * w holds n positive finite numbers of at most PS_MAX_COST, one per micro-batch; it is copied,
+ * and n == 0 clears them (every micro-batch costs the same, the default). Returns 0, PS_EINVAL
+ * (pb NULL, or w NULL with n > 0), PS_ERANGE naming the index of a bad entry or an n above
+ * PS_MAX_MICROBATCHES, or PS_ENOMEM; on failure pb is unchanged. The count is checked against
+ * the micro-batch count when a schedule is generated or simulated (PS_ECONFIG).
+ */
+PS_EXTERN int ps_problem_set_microbatch_weights(ps_problem *pb, const double *w, size_t n);
+/* Number of micro-batch weights (0: none); *out (if not NULL) borrows them until the next
+ * change of pb. */
+PS_EXTERN size_t ps_problem_microbatch_weights(const ps_problem *pb, const double **out);
+/* Parses "w0,w1,..." (numbers separated by commas) and applies it as above; PS_ECONFIG names
+ * the index and the column of an entry that is not a positive finite number. */
+PS_EXTERN int ps_problem_set_microbatch_weights_string(ps_problem *pb, const char *spec);
 
 /* ---------------------------------------------------------------------------------------------
  * Registry of schedule families.

@@ -26,6 +26,7 @@ enum { CLI_KIND_TIMELINE, CLI_KIND_OVERLAP, CLI_KIND_DAG };
  * that was not given; strings not given are NULL and flags 0. */
 typedef struct cli_opts {
     const char *schedule, *config, *costs, *memory, *output, *trace;
+    const char *mb_weights; /* --mb-weights */
     long long pp, vpp, m, group, extra_warmup, fstage, bstage;
     long long width; /* the timed table's rows, characters */
     double mem_limit, time_scale;

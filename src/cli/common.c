@@ -79,6 +79,8 @@ static int apply_flags(ps_problem *pb, const cli_opts *o)
         return rc;
     if (o->memory && (rc = ps_problem_set_memory_string(pb, o->memory)))
         return rc;
+    if (o->mb_weights && (rc = ps_problem_set_microbatch_weights_string(pb, o->mb_weights)))
+        return rc;
     if (o->mem_limit >= 0 && (rc = ps_problem_set_mem_limit(pb, o->mem_limit)))
         return rc;
     return 0;

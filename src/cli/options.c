@@ -118,6 +118,17 @@ const cli_option cli_options[] = {
      .help = "memory per chunk: F adds f, I adds b, W adds w (f+b+w = 0),\n"
              "default f=1,b=-0.5,w=-0.5",
      .doc = "Any subset of the keys; section 1, \"Memory model\"."},
+    {.name = "mb-weights",
+     STRING(mb_weights),
+     .metavar = "W0,W1,...",
+     .def = "all 1",
+     .commands = COST_COMMANDS,
+     .help = "cost weight of each micro-batch (one per micro-batch): its\n"
+             "F, I, W and B cost the stage's cost times its weight",
+     .doc = "Uneven micro-batches (packed sequences of different document lengths). A fused "
+            "pair weighs its forward part with the forward's weight and its backward part with "
+            "the backward's; zb-auto schedules with the weights. Replaces the config's "
+            "`microbatch_weights`."},
     {.name = "mem-limit",
      DECIMAL(mem_limit, 0, PS_MAX_COST),
      .note = "0 = none",

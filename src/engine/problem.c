@@ -47,6 +47,7 @@ void ps_problem_free(ps_problem *pb)
     ps__free(&a, pb->stage_mem, pb->n_stage_mem, sizeof *pb->stage_mem);
     ps__free(&a, pb->stage_layers, pb->n_stage_layers, sizeof *pb->stage_layers);
     ps__free(&a, pb->moe_extra, pb->n_moe_extra, sizeof *pb->moe_extra);
+    ps__free(&a, pb->mb_weights, pb->n_mb_weights, sizeof *pb->mb_weights);
     ps__free(&a, pb, 1, sizeof *pb);
 }
 
@@ -396,6 +397,103 @@ int ps_problem_set_memory_string(ps_problem *pb, const char *spec)
     if (rc)
         return rc;
     return ps_problem_set_memory(pb, v[0], v[1], v[2]);
+}
+
+/* ---- micro-batch weights -------------------------------------------------------------------- */
+
+int ps_problem_set_microbatch_weights(ps_problem *pb, const double *w, size_t n)
+{
+    if (!pb || (n && !w))
+        return PS_EINVAL;
+    if (n > PS_MAX_MICROBATCHES)
+        return ps__seterr(pb->err, PS_ERANGE,
+                          "microbatch_weights has %zu entries; the limit is %d (one per "
+                          "micro-batch)",
+                          n, PS_MAX_MICROBATCHES);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(w[i]) || !(w[i] > 0) || w[i] > PS_MAX_COST)
+            return ps__seterr(pb->err, PS_ERANGE,
+                              "microbatch_weights[%zu] must be a finite number > 0 and <= %g; "
+                              "got %g",
+                              i, PS_MAX_COST, w[i]);
+    if (n && n == pb->n_mb_weights) {
+        memmove(pb->mb_weights, w, n * sizeof *w);
+        return 0;
+    }
+    double *copy = NULL;
+    if (n) {
+        copy = ps__alloc(&pb->al, n, sizeof *copy);
+        if (!copy)
+            return ps__seterr(pb->err, PS_ENOMEM, "out of memory");
+        memcpy(copy, w, n * sizeof *copy);
+    }
+    ps__free(&pb->al, pb->mb_weights, pb->n_mb_weights, sizeof *pb->mb_weights);
+    pb->mb_weights = copy;
+    pb->n_mb_weights = n;
+    return 0;
+}
+
+size_t ps_problem_microbatch_weights(const ps_problem *pb, const double **out)
+{
+    if (!pb)
+        return 0;
+    if (out)
+        *out = pb->mb_weights;
+    return pb->n_mb_weights;
+}
+
+/* The entries of "w0,w1,...": their count, and each one parsed into w (when not NULL). */
+static int parse_weights(ps_problem *pb, const char *spec, double *w, size_t *n)
+{
+    const char *p = spec;
+    size_t i = 0;
+    if (!*p)
+        return ps__seterr(pb->err, PS_ECONFIG,
+                          "microbatch weights: empty list; expected one positive number per "
+                          "micro-batch, separated by commas (\"1,2,0.5\")");
+    for (;; i++) {
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        char *num_end;
+        errno = 0;
+        double v = strtod(p, &num_end);
+        if (num_end == p || num_end != end || errno || !isfinite(v) || !(v > 0) ||
+            v > PS_MAX_COST)
+            return ps__seterr(pb->err, PS_ECONFIG,
+                              "microbatch weights: weight %zu (column %d) must be a finite "
+                              "number > 0 and <= %g; got \"%.*s\"",
+                              i, (int)(p - spec) + 1, PS_MAX_COST, (int)(end - p), p);
+        if (w)
+            w[i] = v;
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    *n = i + 1;
+    return 0;
+}
+
+int ps_problem_set_microbatch_weights_string(ps_problem *pb, const char *spec)
+{
+    if (!pb || !spec)
+        return PS_EINVAL;
+    size_t n;
+    int rc = parse_weights(pb, spec, NULL, &n);
+    if (rc)
+        return rc;
+    if (n > PS_MAX_MICROBATCHES)
+        return ps__seterr(pb->err, PS_ERANGE,
+                          "microbatch weights: %zu entries; the limit is %d (one per "
+                          "micro-batch)",
+                          n, PS_MAX_MICROBATCHES);
+    double *w = ps__alloc(&pb->al, n, sizeof *w);
+    if (!w)
+        return ps__seterr(pb->err, PS_ENOMEM, "out of memory");
+    parse_weights(pb, spec, w, &n);
+    rc = ps_problem_set_microbatch_weights(pb, w, n);
+    ps__free(&pb->al, w, n, sizeof *w);
+    return rc;
 }
 
 /* ---- MoE model ------------------------------------------------------------------------------ */

@@ -38,6 +38,9 @@ static void free_buffers(ps_sim *sim)
     ps__free(a, sim->rank_free, (size_t)sim->cap_pp * PS__SIM_PER_RANK, 8);
     ps__free(a, sim->stage_cost, sim->nstage_cost, sizeof *sim->stage_cost);
     ps__free(a, sim->stage_mem, sim->nstage_mem, sizeof *sim->stage_mem);
+    ps__free(a, sim->mb_weight, sim->n_mb_weight, sizeof *sim->mb_weight);
+    sim->mb_weight = NULL;
+    sim->n_mb_weight = 0;
     ps__free(a, sim->step_dur, 8 * sim->cap_step, sizeof(double));
     sim->step_dur = sim->step_mem = NULL;
     sim->cap_step = 0;
@@ -167,6 +170,63 @@ static double duration(const ps_sim *sim, const ps_action *a)
     return stage_duration(sim, a, 1);
 }
 
+/* The durations of the two parts of fused pair a, unfused: its forward (an F of its stage)
+ * and its backward (a B or an I of its backward's stage). */
+static void fused_parts(const ps_sim *sim, const ps_action *a, double *f, double *b)
+{
+    ps_action x;
+    memset(&x, 0, sizeof x);
+    x.kind = PS_F;
+    x.stage = a->stage;
+    *f = duration(sim, &x);
+    x.kind = a->bkind == PS_B ? PS_B : PS_I;
+    x.stage = a->bstage;
+    *b = duration(sim, &x);
+}
+
+/*
+ * Duration d of action a (as duration() gives it) under the micro-batch weights: a part of
+ * micro-batch j costs w_j times its unweighted cost. A fused pair that costs the sum of its
+ * parts is that sum with each part weighted, in duration()'s order of additions; a pair of its
+ * own duration (the fb cost, a MoE plan) is scaled by the weighted mean of its parts'
+ * durations. With every weight 1 each product is exact and the mean's quotient is x / x, so
+ * the result is d bit for bit: uniform micro-batches need no separate path.
+ */
+static double weighted_duration(const ps_sim *sim, const ps_action *a, double d)
+{
+    const double *w = sim->mb_weight;
+    if (a->kind != PS_FB)
+        return d * w[a->mb];
+    double wf = w[a->mb], wb = w[a->bmb];
+    if (!sim->moe && sim->cost[PS_COST_FB] < 0) {
+        double f, b, ww;
+        if (sim->stage_cost) {
+            const ps_stage_cost *c = &sim->stage_cost[a->stage], *e = &sim->stage_cost[a->bstage];
+            f = c->f, b = e->b, ww = e->w;
+        } else {
+            f = sim->dur_by_kind[PS_F], b = sim->dur_by_kind[PS_I], ww = sim->dur_by_kind[PS_W];
+        }
+        return f * wf + b * wb + (a->bkind == PS_B ? ww * wb : 0.0);
+    }
+    double f, b;
+    fused_parts(sim, a, &f, &b);
+    if (!(f + b > 0))
+        return d * ((wf + wb) / 2);
+    return d * ((f * wf + b * wb) / (f + b));
+}
+
+double ps__sim_scale(const ps_sim *sim, const ps_action *a)
+{
+    if (!sim || !sim->mb_weight)
+        return 1.0;
+    if (a->kind != PS_FB)
+        return sim->mb_weight[a->mb];
+    double d = duration(sim, a);
+    if (d > 0)
+        return weighted_duration(sim, a, d) / d;
+    return (sim->mb_weight[a->mb] + sim->mb_weight[a->bmb]) / 2;
+}
+
 double ps_sim_duration(const ps_sim *sim, const ps_action *a)
 {
     if (!sim || !a || a->kind >= PS_KIND_COUNT)
@@ -175,7 +235,12 @@ double ps_sim_duration(const ps_sim *sim, const ps_action *a)
         (!sim->s || a->stage < 0 || a->stage >= sim->s->nstages ||
          (a->kind == PS_FB && (a->bstage < 0 || a->bstage >= sim->s->nstages))))
         return 0.0;
-    return duration(sim, a);
+    if (!sim->mb_weight)
+        return duration(sim, a);
+    size_t n = sim->n_mb_weight;
+    if (a->mb < 0 || (size_t)a->mb >= n || (a->kind == PS_FB && (a->bmb < 0 || (size_t)a->bmb >= n)))
+        return 0.0;
+    return weighted_duration(sim, a, duration(sim, a));
 }
 
 /* Time at which the result of stage dep (forward output in t, or gradient) for mb is on
@@ -256,6 +321,8 @@ PS__HOT void sim_step(ps_sim *sim, rank_state *rs, int32_t r, int64_t i, const p
 {
     const ps_schedule *s = sim->s;
     double t = rs->free, d = fast_duration(sim, a);
+    if (sim->mb_weight)
+        d = weighted_duration(sim, a, d);
     size_t m = (size_t)s->m;
     int64_t live = rs->live;
     if (dep[0] >= 0) {
@@ -429,6 +496,11 @@ static int check_inputs(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     if (pb->has_moe &&
         (rc = check_stage_count(sim, "the MoE extra costs", pb->n_moe_extra, s->nstages)))
         return rc;
+    if (pb->n_mb_weights && pb->n_mb_weights != (size_t)s->m)
+        return ps__seterr(sim->err, PS_ECONFIG,
+                          "microbatch_weights has %zu entr%s but the schedule has %d "
+                          "micro-batches (one weight per micro-batch)",
+                          pb->n_mb_weights, pb->n_mb_weights == 1 ? "y" : "ies", s->m);
     if (pb->has_moe && pb->n_stage_costs)
         return ps__seterr(sim->err, PS_ECONFIG,
                           "both stage_costs and a MoE model give durations; use one of them");
@@ -452,8 +524,24 @@ static int copy_table(ps_sim *sim, ps_fbw **dst, size_t *dn, const ps_fbw *src, 
     return 0;
 }
 
-/* Copies the problem's per-stage costs (in MoE mode its per-stage extras) and memory (the
- * problem may change or go after the run, the durations must not). */
+/* Makes sim's micro-batch weights a copy of w[0 .. n) (n == 0: none), as copy_table() does. */
+static int copy_weights(ps_sim *sim, const double *w, size_t n)
+{
+    if (n != sim->n_mb_weight) {
+        ps__free(&sim->al, sim->mb_weight, sim->n_mb_weight, sizeof *sim->mb_weight);
+        sim->mb_weight = NULL;
+        sim->n_mb_weight = 0;
+        if (n && !(sim->mb_weight = ps__alloc(&sim->al, n, sizeof *sim->mb_weight)))
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        sim->n_mb_weight = n;
+    }
+    if (n)
+        memcpy(sim->mb_weight, w, n * sizeof *w);
+    return 0;
+}
+
+/* Copies the problem's per-stage costs (in MoE mode its per-stage extras), memory and
+ * micro-batch weights (the problem may change or go after the run, the durations must not). */
 static int copy_stage_tables(ps_sim *sim, const ps_problem *pb)
 {
     const ps_stage_cost *costs = pb->has_moe ? pb->moe_extra : pb->stage_costs;
@@ -461,7 +549,10 @@ static int copy_stage_tables(ps_sim *sim, const ps_problem *pb)
     int rc = copy_table(sim, &sim->stage_cost, &sim->nstage_cost, costs, ncost);
     if (rc)
         return rc;
-    return copy_table(sim, &sim->stage_mem, &sim->nstage_mem, pb->stage_mem, pb->n_stage_mem);
+    rc = copy_table(sim, &sim->stage_mem, &sim->nstage_mem, pb->stage_mem, pb->n_stage_mem);
+    if (rc)
+        return rc;
+    return copy_weights(sim, pb->mb_weights, pb->n_mb_weights);
 }
 
 /* The uniform models by action kind, read by the clock's step without a branch on the kind. */

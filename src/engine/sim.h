@@ -38,6 +38,11 @@ struct ps_sim {
     ps_stage_cost *stage_cost;
     size_t nstage_cost;
     double dur_by_kind[PS_KIND_COUNT];
+    /* The problem's per-micro-batch cost weights, copied likewise (mb_weight NULL: none):
+     * each part of an action costs its micro-batch's weight times the above (sim.c,
+     * weighted_duration()). */
+    double *mb_weight;
+    size_t n_mb_weight;
 
     /* Memory model, copied likewise: per stage (stage_mem, NULL when uniform) or the memory
      * each kind adds (mem_by_kind; a fused pair's forward part adds mem_fwd first). */

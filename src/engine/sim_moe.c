@@ -318,10 +318,12 @@ void ps__sim_moe_metrics(ps_sim *sim, const ps_schedule *s)
             const ps__moe_cost *e = ps__sim_moe_of(sim, &acts[i]);
             int ph =
                 i < first_b ? PS_PHASE_WARMUP : (i > last_f ? PS_PHASE_COOLDOWN : PS_PHASE_STEADY);
-            c->total[ph] += e->comm_total;
-            c->exposed[ph] += e->comm_exposed;
-            c->total[PS_PHASE_ALL] += e->comm_total;
-            c->exposed[PS_PHASE_ALL] += e->comm_exposed;
+            /* A heavier micro-batch moves more tokens: its all-to-alls scale with its time. */
+            double k = ps__sim_scale(sim, &acts[i]);
+            c->total[ph] += e->comm_total * k;
+            c->exposed[ph] += e->comm_exposed * k;
+            c->total[PS_PHASE_ALL] += e->comm_total * k;
+            c->exposed[PS_PHASE_ALL] += e->comm_exposed * k;
         }
     }
     for (int ph = 0; ph < PS_PHASE_COUNT; ph++)

@@ -31,6 +31,7 @@ static void stage_free(ps__cfg_staged *st, const ps_allocator *al)
 {
     ps__free(al, st->stage_costs.v, st->stage_costs.n, sizeof(ps_fbw));
     ps__free(al, st->stage_mem.v, st->stage_mem.n, sizeof(ps_fbw));
+    ps__free(al, st->mb_weights.v, st->mb_weights.n, sizeof(double));
     ps__free(al, st->in.stage_layers.v, st->in.stage_layers.n, sizeof(int32_t));
 }
 
@@ -62,6 +63,14 @@ static int apply_stage_array(ps_problem *pb, const ps__cfg_array *arr, const cha
     int rc = set(pb, arr->v, arr->n);
     if (rc == PS_ENOMEM)
         ps__seterr(pb->err, rc, "$.%s: out of memory for %zu entries", key, arr->n);
+    return rc;
+}
+
+static int apply_weights(ps_problem *pb, const ps__cfg_array *arr)
+{
+    int rc = ps_problem_set_microbatch_weights(pb, arr->v, arr->n);
+    if (rc == PS_ENOMEM)
+        ps__seterr(pb->err, rc, "$.microbatch_weights: out of memory for %zu entries", arr->n);
     return rc;
 }
 
@@ -107,8 +116,8 @@ static int apply_scalars(ps_problem *pb, const ps__cfg_staged *st)
 }
 
 /*
- * Applies checked values through the setters. Three setters allocate (the per-stage costs, the
- * per-stage memory and the MoE model's layers per stage), so a later one can fail after an
+ * Applies checked values through the setters. Four setters allocate (the per-stage costs, the
+ * per-stage memory, the micro-batch weights and the MoE model's layers per stage), so a later one can fail after an
  * earlier one has succeeded; the scalar setters (the MoE model among them) should not fail on
  * values that passed the same checks, but are not trusted to. The load is made atomic by undoing
  * rather than by ordering: the arrays being replaced are detached from pb before their setters
@@ -119,6 +128,7 @@ static int apply_scalars(ps_problem *pb, const ps__cfg_staged *st)
 static int apply(ps_problem *pb, const ps__cfg_staged *st)
 {
     bool costs = st->stage_costs_st == PS__CFG_OK, mem = st->stage_mem_st == PS__CFG_OK;
+    bool weights = st->mb_weights_st == PS__CFG_OK;
     ps_problem saved = *pb; /* the scalars, the MoE model and the old arrays; err is not restored */
     if (costs) {
         pb->stage_costs = NULL;
@@ -132,6 +142,10 @@ static int apply(ps_problem *pb, const ps__cfg_staged *st)
         pb->stage_layers = NULL;
         pb->n_stage_layers = 0;
     }
+    if (weights) {
+        pb->mb_weights = NULL;
+        pb->n_mb_weights = 0;
+    }
     int rc = 0;
     if (costs)
         rc = apply_stage_array(pb, &st->stage_costs, "stage_costs", ps_problem_set_stage_costs);
@@ -139,6 +153,8 @@ static int apply(ps_problem *pb, const ps__cfg_staged *st)
         rc = apply_stage_array(pb, &st->stage_mem, "stage_memory", ps_problem_set_stage_memory);
     if (!rc && st->has_moe)
         rc = apply_stage_layers(pb, st);
+    if (!rc && weights)
+        rc = apply_weights(pb, &st->mb_weights);
     if (!rc)
         rc = apply_scalars(pb, st);
     if (rc) {
@@ -148,6 +164,8 @@ static int apply(ps_problem *pb, const ps__cfg_staged *st)
             ps__free(&pb->al, pb->stage_mem, pb->n_stage_mem, sizeof *pb->stage_mem);
         if (st->has_moe)
             ps__free(&pb->al, pb->stage_layers, pb->n_stage_layers, sizeof *pb->stage_layers);
+        if (weights)
+            ps__free(&pb->al, pb->mb_weights, pb->n_mb_weights, sizeof *pb->mb_weights);
         memcpy(saved.err, pb->err, sizeof saved.err);
         *pb = saved;
         return rc;
@@ -158,6 +176,8 @@ static int apply(ps_problem *pb, const ps__cfg_staged *st)
         ps__free(&pb->al, saved.stage_mem, saved.n_stage_mem, sizeof *saved.stage_mem);
     if (st->has_moe)
         ps__free(&pb->al, saved.stage_layers, saved.n_stage_layers, sizeof *saved.stage_layers);
+    if (weights)
+        ps__free(&pb->al, saved.mb_weights, saved.n_mb_weights, sizeof *saved.mb_weights);
     return 0;
 }
 

@@ -70,8 +70,10 @@ typedef enum ps__cfg_type {
     PS__CFG_OBJECT,  /* an object of the keys of object (check, when set, reads it) */
     PS__CFG_OBJECTS, /* an array of at most max_len objects of the keys of object, whose
                         values are staged as a ps__cfg_array of ps_fbw */
-    PS__CFG_INTS     /* an array of at most max_len whole numbers in [lo, hi], staged as a
+    PS__CFG_INTS,    /* an array of at most max_len whole numbers in [lo, hi], staged as a
                         ps__cfg_array of int32_t */
+    PS__CFG_NUMBERS  /* an array of at most max_len finite numbers in [lo, hi] ((lo, hi] when
+                        strict), staged as a ps__cfg_array of double */
 } ps__cfg_type;
 
 /* How a scalar is staged at its offset. */
@@ -91,7 +93,7 @@ struct ps__cfg_key {
     bool required;
     bool strict; /* NUMBER: the lower bound itself is excluded */
     double lo, hi;
-    size_t max_len; /* OBJECTS, INTS: the most entries */
+    size_t max_len; /* OBJECTS, INTS, NUMBERS: the most entries */
     int object;     /* OBJECT, OBJECTS: a ps__cfg_object_id */
     const char *(*choice)(int i);
     /* Checks the value and stages it itself; returns whether it was valid. */
@@ -146,7 +148,8 @@ const char *ps__cfg_key_name(const void *id, size_t i);
 
 /* ---- staging ------------------------------------------------------------------------------- */
 
-/* A checked array: n entries (ps_fbw or int32_t; NULL when n is 0 or memory ran out). */
+/* A checked array: n entries (ps_fbw, int32_t or double; NULL when n is 0 or memory ran
+ * out). */
 typedef struct ps__cfg_array {
     void *v;
     size_t n;
@@ -184,8 +187,8 @@ typedef struct ps__cfg_staged {
     ps__cfg_state int_st[PS__CFG_N_PARAMS];
     double costs[5]; /* indexed by ps_cost */
     ps__cfg_state cost_st[5];
-    ps__cfg_array stage_costs, stage_mem;
-    ps__cfg_state stage_costs_st, stage_mem_st;
+    ps__cfg_array stage_costs, stage_mem, mb_weights;
+    ps__cfg_state stage_costs_st, stage_mem_st, mb_weights_st;
     ps_stage_mem base_mem; /* the problem's memory model, which "memory" merges into */
     ps__cfg_fbw mem_in;    /* "memory"'s f, b and w as given */
     double limit;

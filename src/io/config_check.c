@@ -315,6 +315,27 @@ static bool check_ints(ps__cfg_ctx *c, const ps__cfg_key *k, const char *path, c
     return c->d->errors == before;
 }
 
+/* NUMBERS: finite numbers in [lo, hi] ((lo, hi] when strict), staged as double. */
+static bool check_numbers(ps__cfg_ctx *c, const ps__cfg_key *k, const char *path,
+                          const cJSON *arr, void *target)
+{
+    size_t n, i = 0, before = c->d->errors;
+    if (!count_entries(c, k, path, arr, &n))
+        return false;
+    ps__cfg_array *out = (ps__cfg_array *)(void *)((char *)target + k->at);
+    double *v = stage_array(c, path, n, sizeof *v);
+    out->v = v;
+    out->n = n;
+    for (const cJSON *it = arr->child; it; it = it->next, i++) {
+        char entry[PS__JSON_PATH_LEN + 24];
+        double x;
+        snprintf(entry, sizeof entry, "%s[%zu]", path, i);
+        if (check_number(c->d, entry, it, k->lo, k->strict, k->hi, &x) && v)
+            v[i] = x;
+    }
+    return c->d->errors == before;
+}
+
 /* Checks the value of key k at path and stages it into target; returns whether it was valid. */
 static bool check_value(ps__cfg_ctx *c, const ps__cfg_key *k, const char *path, const cJSON *it,
                         void *target)
@@ -345,6 +366,8 @@ static bool check_value(ps__cfg_ctx *c, const ps__cfg_key *k, const char *path, 
         return check_objects(c, k, path, it, target);
     case PS__CFG_INTS:
         return check_ints(c, k, path, it, target);
+    case PS__CFG_NUMBERS:
+        return check_numbers(c, k, path, it, target);
     case PS__CFG_STRING:
         break; /* declared with a check */
     }

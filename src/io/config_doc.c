@@ -68,7 +68,8 @@ static void upper(char *cell, const ps__cfg_key *k)
         return;
     }
     number(cell, k->hi);
-    if (k->limit && k->type != PS__CFG_OBJECTS && k->type != PS__CFG_INTS)
+    if (k->limit && k->type != PS__CFG_OBJECTS && k->type != PS__CFG_INTS &&
+        k->type != PS__CFG_NUMBERS)
         cat(cell, " (`%s`)", k->limit);
 }
 
@@ -91,6 +92,8 @@ static const char *type_name(const ps__cfg_key *k)
         return "array of objects";
     case PS__CFG_INTS:
         return "array of integers";
+    case PS__CFG_NUMBERS:
+        return "array of numbers";
     }
     return "";
 }
@@ -129,13 +132,14 @@ static void range(char *cell, const ps__cfg_key *k, const ps__cfg_key *also, con
         break;
     case PS__CFG_OBJECTS:
     case PS__CFG_INTS:
+    case PS__CFG_NUMBERS:
         cat(cell, "at most ");
         number(cell, (double)k->max_len);
         cat(cell, " entries (`%s`)", k->limit);
-        if (k->type == PS__CFG_INTS) {
-            cat(cell, ", each ");
+        if (k->type != PS__CFG_OBJECTS) {
+            cat(cell, ", each %s", k->strict ? "> " : "");
             number(cell, k->lo);
-            cat(cell, " … ");
+            cat(cell, "%s", k->strict ? ", ≤ " : " … ");
             number(cell, k->hi);
         }
         break;

@@ -501,6 +501,8 @@ static void trace_action(trace *t, const ps_schedule *s, const ps_sim *sim, int3
     size_t nops;
     int32_t l0[2];
     const ps_plan_op *ops = ps__sim_moe_ops(sim, a, &nops, l0);
+    /* The plan is of an unweighted micro-batch; its operations stretch with the action. */
+    double scale = nops ? ps__sim_scale(sim, a) : 1.0;
     for (size_t k = 0; k < nops; k++) {
         /* "F attn L3 (mb 5)": the part, the operation, its layer, the micro-batch */
         const ps_plan_op *x = &ops[k];
@@ -508,7 +510,7 @@ static void trace_action(trace *t, const ps_schedule *s, const ps_sim *sim, int3
         snprintf(name, sizeof name, "%s %s L%d (mb %d)", fwd ? "F" : "B", ps_op_name(x->op),
                  (int)(x->layer + l0[x->part]), (int)(fwd || a->kind != PS_FB ? a->mb : a->bmb));
         trace_event(t, name, x->stream ? "moe_comm" : "moe_compute", r, 2 + x->stream,
-                    start + x->start, x->end - x->start);
+                    start + x->start * scale, (x->end - x->start) * scale);
     }
     if (c <= 0)
         return;
