@@ -16,6 +16,8 @@ typedef struct snapshot {
     double mem_limit;
     ps_stage_mem mem0;
     size_t n_stage_costs;
+    size_t n_weights;
+    double weight0; /* the first micro-batch weight (0: none) */
     int has_moe;
     ps_moe_model moe;
 } snapshot;
@@ -31,6 +33,9 @@ static void take(const ps_problem *pb, snapshot *sn)
     sn->mem_limit = ps_problem_mem_limit(pb);
     sn->mem0 = ps_problem_memory(pb, 0);
     sn->n_stage_costs = ps_problem_stage_costs(pb, NULL);
+    const double *w = NULL;
+    sn->n_weights = ps_problem_microbatch_weights(pb, &w);
+    sn->weight0 = sn->n_weights ? w[0] : 0;
     sn->has_moe = ps_problem_get_moe(pb, &sn->moe) == 0;
 }
 
@@ -40,7 +45,8 @@ static int same(const snapshot *x, const snapshot *y)
      * it), so == is exact. */
     if (strcmp(x->family, y->family) || x->mem_limit != y->mem_limit ||
         x->n_stage_costs != y->n_stage_costs || x->has_moe != y->has_moe ||
-        x->mem0.f != y->mem0.f || x->mem0.b != y->mem0.b || x->mem0.w != y->mem0.w)
+        x->n_weights != y->n_weights || x->weight0 != y->weight0 || x->mem0.f != y->mem0.f ||
+        x->mem0.b != y->mem0.b || x->mem0.w != y->mem0.w)
         return 0;
     for (int i = 0; i < 6; i++)
         if (x->ints[i] != y->ints[i])

@@ -118,7 +118,8 @@ typedef struct zctx {
     double now;      /* the pass loop's current decision time */
     int32_t rewind;  /* the pass loop: lowest rank woken to `now` behind the scan */
     double *tf, *ti; /* end of F(s, j) and of I(s, j), index ps__sm(m, s, j) */
-    const double *wt; /* the problem's micro-batch weights (m entries), NULL when none */
+    /* The problem's micro-batch weights (m entries), NULL when none. */
+    const double *wt;
     int64_t placed, total;
 } zctx;
 
@@ -522,8 +523,8 @@ static void chain_times(zctx *z, double x, double *a, double *e)
     for (int32_t s = 0; s < z->ns; s++)
         a[s] = s == 0 ? 0 : a[s - 1] + z->st[s - 1].f * x + z->st[s].cin_f;
     for (int32_t s = z->ns - 1; s >= 0; s--)
-        e[s] = s == z->ns - 1 ? a[s] + z->st[s].f * x
-                              : e[s + 1] + z->st[s + 1].b * x + z->st[s].cin_i;
+        e[s] =
+            s == z->ns - 1 ? a[s] + z->st[s].f * x : e[s + 1] + z->st[s + 1].b * x + z->st[s].cin_i;
 }
 
 /*

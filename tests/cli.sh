@@ -216,6 +216,19 @@ expect 2 "duplicate costs key" -- "$bin" simulate --costs f=1,b=2,f=3
 contains "$tmp/err" 'costs: duplicate key "f" at column 9' "duplicate costs key named"
 expect 2 "duplicate memory key" -- "$bin" simulate --memory f=2,b=-1,w=-1,w=-1
 contains "$tmp/err" 'memory: duplicate key "w"' "duplicate memory key named"
+# Uneven micro-batches: 1f1b p=2 m=3, f=b=w=1, weights 1 2 0.5 (worked in test-sim.c): 15.
+expect 0 "--mb-weights" -- "$bin" simulate -s 1f1b -p 2 -m 3 --mb-weights 1,2,0.5 --json
+contains "$tmp/out" '"makespan":15,' "--mb-weights: the weighted makespan"
+printf '0F0,0F1,0B0,0F2,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n' >"$tmp/mbw.csv"
+expect 0 "check --mb-weights" -- "$bin" check "$tmp/mbw.csv" --mb-weights 1,2,0.5 --json
+contains "$tmp/out" '"makespan":15,' "check --mb-weights: the weighted makespan"
+printf '{"microbatches": 3, "microbatch_weights": [1, 2, 0.5]}' >"$tmp/mbw.json"
+expect 0 "config microbatch_weights" -- "$bin" simulate -p 2 --config "$tmp/mbw.json" --json
+contains "$tmp/out" '"makespan":15,' "microbatch_weights: the weighted makespan"
+expect 2 "--mb-weights count" -- "$bin" simulate -s 1f1b -p 2 -m 3 --mb-weights 1,2
+contains "$tmp/err" "microbatch_weights has 2 entries but there are 3 micro-batches" "weight count named"
+expect 2 "--mb-weights bad entry" -- "$bin" simulate -m 3 --mb-weights 1,-2,1
+contains "$tmp/err" 'weight 1 (column 3) must be a finite number > 0' "bad weight named"
 expect 2 "--json with --format table" -- "$bin" simulate --json -f table
 contains "$tmp/err" "--json and --format table contradict each other" "json/table contradiction named"
 expect 2 "check --json with --format csv" -- "$bin" check data/dualpipev_4rank_10mb.csv --json -f csv

@@ -1267,6 +1267,93 @@ START_TEST(config_stage_memory_limit)
 }
 END_TEST
 
+/* ---- micro-batch weights -------------------------------------------------------------------- */
+
+START_TEST(config_microbatch_weights)
+{
+    counting_alloc cnt = {0, 0, 0, 0};
+    ps_allocator al = counting_allocator(&cnt);
+    ps_problem *pb = NULL;
+    ck_assert_int_eq(ps_problem_new(&pb, &al), 0);
+    ck_assert_int_eq(load(pb, "{\"microbatches\": 3, \"microbatch_weights\": [1, 2.5, 1e-3]}"), 0);
+    const double *w = NULL;
+    ck_assert_uint_eq(ps_problem_microbatch_weights(pb, &w), 3);
+    ck_assert_double_eq(w[0], 1);
+    ck_assert_double_eq(w[1], 2.5);
+    ck_assert_double_eq(w[2], 1e-3);
+    /* every bad entry is named; the weights stay as they were */
+    ck_assert_load(pb, "{\"microbatch_weights\": [1, 0, \"2\", -1, 2e12, null]}", PS_ECONFIG,
+                   "5 errors: $.microbatch_weights[1]: must be > 0, got 0; "
+                   "$.microbatch_weights[2]: expected a number, got string \"2\"; "
+                   "$.microbatch_weights[3]: must be > 0, got -1; "
+                   "$.microbatch_weights[4]: 2000000000000 is beyond the limit 1e+12; "
+                   "$.microbatch_weights[5]: expected a number, got null");
+    ck_assert_load(pb, "{\"microbatch_weights\": {\"0\": 1}}", PS_ECONFIG,
+                   "$.microbatch_weights: expected an array, got an object");
+    ck_assert_uint_eq(ps_problem_microbatch_weights(pb, &w), 3);
+    ck_assert_double_eq(w[1], 2.5);
+    /* a failing load elsewhere keeps them too; an empty array removes them */
+    ck_assert_int_eq(load(pb, "{\"microbatch_weights\": [4, 4], \"pp\": 0}"), PS_ECONFIG);
+    ck_assert_uint_eq(ps_problem_microbatch_weights(pb, &w), 3);
+    ck_assert_int_eq(load(pb, "{\"microbatch_weights\": []}"), 0);
+    ck_assert_uint_eq(ps_problem_microbatch_weights(pb, NULL), 0);
+    /* beyond the limit: refused from the length alone, before any allocation */
+    char *text = malloc((size_t)PS_MAX_MICROBATCHES * 2 + 64);
+    ck_assert_ptr_nonnull(text);
+    char *at = text + sprintf(text, "{\"microbatch_weights\": [");
+    for (long i = 0; i <= PS_MAX_MICROBATCHES; i++)
+        at += sprintf(at, i ? ",1" : "1");
+    sprintf(at, "]}");
+    cnt.calls = 0;
+    ck_assert_load(pb, text, PS_ECONFIG,
+                   "$.microbatch_weights: 1048577 entries is beyond the limit 1048576");
+    ck_assert_int_eq(cnt.calls, 0);
+    free(text);
+    ps_problem_free(pb);
+    ck_assert_int_eq(cnt.live, 0);
+    ck_assert_uint_eq(cnt.bytes, 0);
+}
+END_TEST
+
+/* Each allocation of a load with weights and stage costs fails in turn: the load reports it
+ * and the problem keeps its weights. */
+START_TEST(config_microbatch_weights_allocation_failure)
+{
+    static const char text[] = "{\"stage_costs\": [{\"f\": 1, \"b\": 2, \"w\": 3}],\n"
+                               " \"microbatch_weights\": [0.5, 1.5]}";
+    long n;
+    for (n = 1; n < 100; n++) {
+        counting_alloc cnt = {0, 0, 0, 0};
+        ps_allocator al = counting_allocator(&cnt);
+        ps_problem *pb = NULL;
+        ck_assert_int_eq(ps_problem_new(&pb, &al), 0);
+        static const double one[1] = {3};
+        ck_assert_int_eq(ps_problem_set_microbatch_weights(pb, one, 1), 0);
+        cnt.calls = 0;
+        cnt.fail_at = n;
+        int rc = load(pb, text);
+        cnt.fail_at = 0;
+        const double *w = NULL;
+        if (rc == 0) {
+            ck_assert_uint_eq(ps_problem_microbatch_weights(pb, &w), 2);
+            ck_assert_double_eq(w[1], 1.5);
+            ps_problem_free(pb);
+            ck_assert_int_eq(cnt.live, 0);
+            break;
+        }
+        ck_assert_int_eq(rc, PS_ENOMEM);
+        ck_assert_uint_eq(ps_problem_microbatch_weights(pb, &w), 1);
+        ck_assert_double_eq(w[0], 3);
+        ck_assert_uint_eq(ps_problem_stage_costs(pb, NULL), 0);
+        ps_problem_free(pb);
+        ck_assert_int_eq(cnt.live, 0);
+        ck_assert_uint_eq(cnt.bytes, 0);
+    }
+    ck_assert_int_gt(n, 2);
+    ck_assert_int_lt(n, 100);
+}
+END_TEST
+
 /* ---- adaptive parameters ----------------------------------------------------------------------
  */
 
@@ -2605,6 +2692,8 @@ static Suite *config_suite(void)
 
     tc = tcase_create("valid");
     tcase_add_test(tc, config_full_valid);
+    tcase_add_test(tc, config_microbatch_weights);
+    tcase_add_test(tc, config_microbatch_weights_allocation_failure);
     tcase_add_test(tc, config_absent_keys_keep_values);
     tcase_add_test(tc, config_partial_keeps_others);
     tcase_add_test(tc, config_schedule_alias);

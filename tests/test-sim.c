@@ -8,6 +8,8 @@
 
 #include "internal.h" /* ps__problem_set_moe_extra */
 
+#include <math.h>
+
 static ps_schedule *load(const char *csv)
 {
     ps_schedule *s;
@@ -551,6 +553,527 @@ START_TEST(sim_idle_never_negative)
 }
 END_TEST
 
+/* ---- micro-batch weights ----------------------------------------------------------------- */
+
+/* Sets pb's micro-batch weights. */
+static void set_weights(ps_problem *pb, const double *w, size_t n)
+{
+    int rc = ps_problem_set_microbatch_weights(pb, w, n);
+    ck_assert_msg(rc == 0, "weights: %s", ps_problem_last_error(pb));
+}
+
+/* Checks rank r's list (as "0F0 0F1 ...") and its times: t holds start, end pairs. */
+static void check_rank(const ps_schedule *s, const ps_sim *sim, int r, const char *list,
+                       const double *t)
+{
+    char buf[1024];
+    rank_string(s, r, buf, sizeof buf);
+    ck_assert_str_eq(buf, list);
+    const double *st = ps_sim_starts(sim, r), *en = ps_sim_ends(sim, r);
+    for (size_t i = 0; i < ps_schedule_rank_length(s, r); i++) {
+        ck_assert_msg(st[i] == t[2 * i] && en[i] == t[2 * i + 1],
+                      "rank %d action %zu: [%g, %g], expected [%g, %g]", r, i, st[i], en[i],
+                      t[2 * i], t[2 * i + 1]);
+    }
+}
+
+/* Generates pb's schedule and simulates it. */
+static ps_schedule *generate(ps_problem *pb)
+{
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    int rc = ps_schedule_generate(s, pb);
+    ck_assert_msg(rc == 0, "generate: %s", ps_schedule_last_error(s));
+    return s;
+}
+
+/*
+ * 1F1B, p = 2, m = 3, f = b = w = 1 (B = 2), c = 0, weights 1, 2, 0.5: F_j = w_j, B_j = 2 w_j.
+ * Rank 0 runs F0 F1 B0 F2 B1 B2, rank 1 F0 B0 F1 B1 F2 B2.
+ *   r0 F0 0-1 | r1 F0 1-2 | r0 F1 1-3 | r1 B0 2-4 | r0 B0 waits for r1's B0: 4-6
+ *   r1 F1 (F1 ended at 3, rank free at 4) 4-6 | r1 B1 6-10 | r0 F2 6-6.5
+ *   r0 B1 waits for r1's B1: 10-14 | r1 F2 10-10.5 | r1 B2 10.5-11.5 | r0 B2 14-15.
+ * Makespan 15; without weights it would be 3 (m + p - 1) = 12.
+ */
+START_TEST(sim_weights_1f1b_by_hand)
+{
+    ps_problem *pb = make_problem("1f1b", 2, 1, 3, 1, 1, 1, 0);
+    const double w[3] = {1, 2, 0.5};
+    set_weights(pb, w, 3);
+    ps_schedule *s = generate(pb);
+    ps_sim *sim;
+    ps_metrics m = simulate(s, pb, &sim);
+    ck_assert_double_eq(m.makespan, 15);
+    const double r0[] = {0, 1, 1, 3, 4, 6, 6, 6.5, 10, 14, 14, 15};
+    const double r1[] = {1, 2, 2, 4, 4, 6, 6, 10, 10, 10.5, 10.5, 11.5};
+    check_rank(s, sim, 0, "0F0 0F1 0B0 0F2 0B1 0B2", r0);
+    check_rank(s, sim, 1, "1F0 1B0 1F1 1B1 1F2 1B2", r1);
+    ps_rank_metrics rm;
+    ps_sim_rank_metrics(sim, 0, &rm);
+    ck_assert_double_eq(rm.busy, 1 + 2 + 2 + 0.5 + 4 + 1);
+    /* ps_sim_duration, which the executor's emulation times its actions with, weighs too */
+    const ps_action f1 = {PS_F, 0, 0, 0, 1, 0, 0}, b2 = {PS_B, 0, 0, 1, 2, 0, 0};
+    ck_assert_double_eq(ps_sim_duration(sim, &f1), 2);
+    ck_assert_double_eq(ps_sim_duration(sim, &b2), 1);
+    const ps_action out_of_range = {PS_F, 0, 0, 0, 3, 0, 0};
+    ck_assert_double_eq(ps_sim_duration(sim, &out_of_range), 0);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+/*
+ * Interleaved 1F1B, p = 2, v = 2 (stages 0, 2 on rank 0; 1, 3 on rank 1), m = 4, G = 2,
+ * f = b = w = 1, c = 0, weights 1, 2, 1, 1: F = w_j, B = 2 w_j. Warm-ups 2(p-r-1) + (v-1)G:
+ * 4 on rank 0, 2 on rank 1. Times in issue order:
+ *   r0 0F0 0-1, 0F1 1-3 | r1 1F0 1-2, 1F1 3-5 | r0 2F0 3-4, 2F1 5-7
+ *   r1 3F0 5-6, 3B0 6-8, 3F1 8-10, 3B1 10-14
+ *   r0 0F2 7-8, 2B0 (3B0 at 8) 8-10, 0F3 10-11, 2B1 (3B1 at 14) 14-18
+ *   r1 1F2 14-15, 1B0 15-17, 1F3 17-18, 1B1 (2B1 at 18) 18-22
+ *   r0 2F2 (1F2 at 15, free at 18) 18-19, 0B0 19-21, 2F3 21-22, 0B1 (1B1 at 22) 22-26
+ *   r1 3F2 22-23, 3B2 23-25, 3F3 25-26, 3B3 26-28
+ *   r0 2B2 26-28, 2B3 (3B3 at 28) 28-30 | r1 1B2 28-30, 1B3 30-32 | r0 0B2 30-32, 0B3 32-34.
+ */
+START_TEST(sim_weights_interleaved_by_hand)
+{
+    ps_problem *pb = make_problem("interleaved", 2, 2, 4, 1, 1, 1, 0);
+    const double w[4] = {1, 2, 1, 1};
+    set_weights(pb, w, 4);
+    ps_schedule *s = generate(pb);
+    ps_sim *sim;
+    ps_metrics m = simulate(s, pb, &sim);
+    ck_assert_double_eq(m.makespan, 34);
+    const double r0[] = {0,  1,  1,  3,  3,  4,  5,  7,  7,  8,  8,  10, 10, 11, 14, 18,
+                         18, 19, 19, 21, 21, 22, 22, 26, 26, 28, 28, 30, 30, 32, 32, 34};
+    const double r1[] = {1,  2,  3,  5,  5,  6,  6,  8,  8,  10, 10, 14, 14, 15, 15, 17,
+                         17, 18, 18, 22, 22, 23, 23, 25, 25, 26, 26, 28, 28, 30, 30, 32};
+    check_rank(s, sim, 0, "0F0 0F1 2F0 2F1 0F2 2B0 0F3 2B1 2F2 0B0 2F3 0B1 2B2 2B3 0B2 0B3", r0);
+    check_rank(s, sim, 1, "1F0 1F1 3F0 3B0 3F1 3B1 1F2 1B0 1F3 1B1 3F2 3B2 3F3 3B3 1B2 1B3", r1);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+/*
+ * ZB-H1, p = 2, m = 3, f = b = w = 1, c = 0, weights 1, 2, 0.5: F, I and W of micro-batch j
+ * all take w_j.
+ *   r0 F0 0-1, F1 1-3 | r1 F0 1-2, I0 2-3, F1 (r0's F1 at 3) 3-5, I1 5-7, W0 7-8
+ *   r0 I0 (r1's I0 at 3) 3-4, W0 4-5, F2 5-5.5, I1 (r1's I1 at 7) 7-9, W1 9-11
+ *   r1 F2 (free at 8) 8-8.5, I2 8.5-9, W1 9-11, W2 11-11.5
+ *   r0 I2 (free at 11) 11-11.5, W2 11.5-12.
+ */
+START_TEST(sim_weights_zb_h1_by_hand)
+{
+    ps_problem *pb = make_problem("zb-h1", 2, 1, 3, 1, 1, 1, 0);
+    const double w[3] = {1, 2, 0.5};
+    set_weights(pb, w, 3);
+    ps_schedule *s = generate(pb);
+    ps_sim *sim;
+    ps_metrics m = simulate(s, pb, &sim);
+    ck_assert_double_eq(m.makespan, 12);
+    const double r0[] = {0, 1, 1, 3, 3, 4, 4, 5, 5, 5.5, 7, 9, 9, 11, 11, 11.5, 11.5, 12};
+    const double r1[] = {1, 2, 2, 3, 3, 5, 5, 7, 7, 8, 8, 8.5, 8.5, 9, 9, 11, 11, 11.5};
+    check_rank(s, sim, 0, "0F0 0F1 0I0 0W0 0F2 0I1 0W1 0I2 0W2", r0);
+    check_rank(s, sim, 1, "1F0 1I0 1F1 1I1 1W0 1F2 1I2 1W1 1W2", r1);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+/*
+ * Adaptive Pipe with v = 1 (combined 1F1B), p = 2, m = 3, f = b = w = 1, c = 0, weights 1,
+ * 2, 0.5. Rank 0: F0 F1 F2 B0 B1 B2; rank 1: F0 (F1;B0) (F2;B1) B2. A fused pair weighs each
+ * part with its own micro-batch: (F_i;B_j) = w_i + 2 w_j.
+ *   r0 F0 0-1, F1 1-3, F2 3-3.5 | r1 F0 1-2, (F1;B0) = 2 + 2 from 3 (F1 at 3): 3-7
+ *   r1 (F2;B1) = 0.5 + 4 from 7 (its own F1 at 7): 7-11.5, B2 11.5-12.5
+ *   r0 B0 (r1's at 7) 7-9, B1 (at 11.5) 11.5-15.5, B2 15.5-16.5.
+ * With a fused cost of its own, fb = 1.5, a pair costs 1.5 (w_i + 2 w_j) / 3: (F1;B0) =
+ * 1.5 * 4/3 = 2 and (F2;B1) = 1.5 * 4.5/3 = 2.25:
+ *   r1 (F1;B0) 3-5, (F2;B1) 5-7.25, B2 7.25-8.25 | r0 B0 5-7, B1 7.25-11.25, B2 11.25-12.25.
+ */
+START_TEST(sim_weights_fused_by_hand)
+{
+    ps_problem *pb = make_problem("adaptive", 2, 1, 3, 1, 1, 1, 0);
+    const double w[3] = {1, 2, 0.5};
+    set_weights(pb, w, 3);
+    ps_schedule *s = generate(pb);
+    ps_sim *sim;
+    ps_metrics m = simulate(s, pb, &sim);
+    ck_assert_double_eq(m.makespan, 16.5);
+    const double r0[] = {0, 1, 1, 3, 3, 3.5, 7, 9, 11.5, 15.5, 15.5, 16.5};
+    const double r1[] = {1, 2, 3, 7, 7, 11.5, 11.5, 12.5};
+    check_rank(s, sim, 0, "0F0 0F1 0F2 0B0 0B1 0B2", r0);
+    check_rank(s, sim, 1, "1F0 (1F1;1B0)OVERLAP_F_B (1F2;1B1)OVERLAP_F_B 1B2", r1);
+    ps_sim_free(sim);
+
+    ck_assert_int_eq(ps_problem_set_cost(pb, PS_COST_FB, 1.5), 0);
+    m = simulate(s, pb, &sim);
+    ck_assert_double_eq_tol(m.makespan, 12.25, 1e-12);
+    const double q0[] = {0, 1, 1, 3, 3, 3.5, 5, 7, 7.25, 11.25, 11.25, 12.25};
+    const double q1[] = {1, 2, 3, 5, 5, 7.25, 7.25, 8.25};
+    const double *st = ps_sim_starts(sim, 0), *en = ps_sim_ends(sim, 0);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_double_eq_tol(st[i], q0[2 * i], 1e-12);
+        ck_assert_double_eq_tol(en[i], q0[2 * i + 1], 1e-12);
+    }
+    st = ps_sim_starts(sim, 1), en = ps_sim_ends(sim, 1);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_double_eq_tol(st[i], q1[2 * i], 1e-12);
+        ck_assert_double_eq_tol(en[i], q1[2 * i + 1], 1e-12);
+    }
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+}
+END_TEST
+
+/* The micro-batch count of a family that generates at these sizes, else 0. */
+static int family_sizes(const char *fam, int k, int *p, int *v, int *m)
+{
+    static const int sizes[][3] = {{1, 1, 3}, {3, 1, 7}, {4, 2, 8}, {2, 2, 4}, {4, 1, 8}};
+    if (k >= 5)
+        return 0;
+    *p = sizes[k][0], *v = sizes[k][1], *m = sizes[k][2];
+    ps_problem *pb = make_problem(fam, *p, *v, *m, 1, 1, 1, 0);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    int ok = ps_schedule_generate(s, pb) == 0;
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+    return ok ? *m : 0;
+}
+
+/* The cost setups of the invariant tests: uniform, a fused cost of its own, per stage. */
+static void set_costs(ps_problem *pb, int setup, int nstages)
+{
+    if (setup == 1)
+        ck_assert_int_eq(ps_problem_set_cost(pb, PS_COST_FB, 2.2), 0);
+    if (setup == 2) {
+        ps_stage_cost sc[64];
+        ck_assert_int_lt(nstages, 64);
+        for (int i = 0; i < nstages; i++) {
+            sc[i].f = 0.5 + 0.25 * (i % 3);
+            sc[i].b = 1.1 + 0.1 * (i % 4);
+            sc[i].w = 0.3 * (i % 2);
+        }
+        ck_assert_int_eq(ps_problem_set_stage_costs(pb, sc, (size_t)nstages), 0);
+    }
+}
+
+/* s and t hold the same actions, and a and b the same timeline, bit for bit. */
+static void check_same(const ps_schedule *s, const ps_sim *a, const ps_schedule *t, const ps_sim *b,
+                       double scale, const char *what)
+{
+    ck_assert_int_eq(ps_schedule_pp(s), ps_schedule_pp(t));
+    for (int r = 0; r < ps_schedule_pp(s); r++) {
+        size_t n = ps_schedule_rank_length(s, r);
+        ck_assert_uint_eq(n, ps_schedule_rank_length(t, r));
+        ck_assert_msg(memcmp(ps_schedule_rank_actions(s, r), ps_schedule_rank_actions(t, r),
+                             n * sizeof(ps_action)) == 0,
+                      "%s: rank %d's lists differ", what, r);
+        const double *sa = ps_sim_starts(a, r), *sb = ps_sim_starts(b, r);
+        const double *ea = ps_sim_ends(a, r), *eb = ps_sim_ends(b, r);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(sa[i] * scale == sb[i] && ea[i] * scale == eb[i],
+                          "%s: rank %d action %zu: [%.17g, %.17g] * %g != [%.17g, %.17g]", what, r,
+                          i, sa[i], ea[i], scale, sb[i], eb[i]);
+    }
+}
+
+/*
+ * Every family, at every size it generates and under three cost setups: weights all 1 give
+ * the unweighted schedule (zb-auto plans with the weights) and timeline bit for bit; weights
+ * all 2 with c = 0 give the same schedule with every time doubled (multiplying by 2 is exact,
+ * and every time is a sum of durations).
+ */
+START_TEST(sim_weights_ones_equal_unweighted)
+{
+    ps_family_info fi;
+    ck_assert_int_eq(ps_family_get((size_t)_i, &fi), 0);
+    int p, v, m, tested = 0;
+    for (int k = 0; k < 5; k++) {
+        if (!family_sizes(fi.name, k, &p, &v, &m))
+            continue;
+        for (int setup = 0; setup < 3; setup++) {
+            for (int two = 0; two < 2; two++) {
+                char what[128];
+                snprintf(what, sizeof what, "%s p%d v%d m%d setup %d weights %d", fi.name, p, v, m,
+                         setup, two + 1);
+                ps_problem *pb = make_problem(fi.name, p, v, m, 1, 1.5, 0.75, two ? 0 : 0.25);
+                ps_schedule *s = generate(pb);
+                set_costs(pb, setup, ps_schedule_num_stages(s));
+                ps_schedule_free(s);
+                s = generate(pb); /* zb-auto plans with the stage costs */
+                ps_sim *a, *b;
+                simulate(s, pb, &a);
+                double w[16];
+                for (int j = 0; j < m; j++)
+                    w[j] = two ? 2 : 1;
+                set_weights(pb, w, (size_t)m);
+                ps_schedule *t = generate(pb);
+                simulate(t, pb, &b);
+                check_same(s, a, t, b, two ? 2 : 1, what);
+                ps_metrics ma, mb;
+                ps_sim_metrics(a, &ma);
+                ps_sim_metrics(b, &mb);
+                ck_assert_double_eq(ma.makespan * (two ? 2 : 1), mb.makespan);
+                ck_assert_double_eq(ma.bubble * (two ? 2 : 1), mb.bubble);
+                tested++;
+                ps_sim_free(a);
+                ps_sim_free(b);
+                ps_schedule_free(s);
+                ps_schedule_free(t);
+                ps_problem_free(pb);
+            }
+        }
+    }
+    ck_assert_msg(tested > 0, "%s: no size generated", fi.name);
+}
+END_TEST
+
+/*
+ * zb-auto plans with the weights: with every weight k its schedule is the one it makes for
+ * the costs times k (c unchanged), which differs from the one for the costs alone because c
+ * weighs less next to longer actions. With uneven weights it is never worse than the
+ * handcrafted schedules of its placement under the same weights.
+ */
+START_TEST(sim_weights_zb_auto_plans_with_them)
+{
+    for (int v = 1; v <= 2; v++) {
+        ps_problem *pb = make_problem("zb-auto", 4, v, 8, 1, 1.5, 0.75, 0.5);
+        ps_problem *scaled = make_problem("zb-auto", 4, v, 8, 3, 4.5, 2.25, 0.5);
+        double w[8];
+        for (int j = 0; j < 8; j++)
+            w[j] = 3;
+        set_weights(pb, w, 8);
+        ps_schedule *s = generate(pb), *t = generate(scaled);
+        ps_sim *a, *b;
+        simulate(s, pb, &a);
+        simulate(t, scaled, &b);
+        check_same(s, a, t, b, 1, v == 1 ? "zb-auto v1" : "zb-auto v2");
+        ps_sim_free(a);
+        ps_sim_free(b);
+        ps_schedule_free(s);
+        ps_schedule_free(t);
+
+        const double uneven[8] = {1, 3, 0.5, 2, 1, 0.25, 4, 1};
+        set_weights(pb, uneven, 8);
+        s = generate(pb);
+        ps_metrics best = simulate(s, pb, &a);
+        ps_sim_free(a);
+        ps_schedule_free(s);
+        const char *const hand[] = {v == 1 ? "zb-h1" : "zb-v", v == 1 ? "zb-h2" : NULL};
+        for (int k = 0; k < 2 && hand[k]; k++) {
+            ck_assert_int_eq(ps_problem_set_schedule(pb, hand[k]), 0);
+            s = generate(pb);
+            ps_metrics m = simulate(s, pb, &a);
+            ck_assert_msg(best.makespan <= m.makespan, "zb-auto %g, %s %g", best.makespan, hand[k],
+                          m.makespan);
+            ps_sim_free(a);
+            ps_schedule_free(s);
+        }
+        ck_assert_int_eq(ps_problem_set_schedule(pb, "zb-auto"), 0);
+        ps_problem_free(pb);
+        ps_problem_free(scaled);
+    }
+}
+END_TEST
+
+/*
+ * MoE mode: the model of sim_moe_extra_costs (F0 = 6, F1 = 5.5, B1 = 8, B0 = 5 per unit of
+ * weight), 1f1b, p = 2, m = 2, weights 1 and 2:
+ *   r0 F0(0) 0-6, F0(1) 6-18 | r1 F1(0) 6-11.5, B1(0) 11.5-19.5, F1(1) (free at 19.5)
+ *   19.5-30.5, B1(1) 30.5-46.5 | r0 B0(0) 19.5-24.5, B0(1) (r1's at 46.5) 46.5-56.5.
+ * And on a model whose all-to-all the planner hides (DualPipeV: fused pairs of planned
+ * durations): weights 1 give the timeline and the all-to-all figures of no weights, bit for
+ * bit; weights 2 with c = 0 double both.
+ */
+START_TEST(sim_weights_moe)
+{
+    ps_problem *pb = make_problem("1f1b", 2, 1, 2, 1, 1, 1, 0);
+    ps_moe_model mm;
+    memset(&mm, 0, sizeof mm);
+    mm.layers = 2;
+    mm.moe.t[PS_OP_ATTN] = 2, mm.moe.t[PS_OP_MLP] = 3;
+    mm.moe.t[PS_OP_MLP_DX] = 3, mm.moe.t[PS_OP_ATTN_DX] = 2;
+    mm.planner = PS_PLANNER_SERIAL;
+    ck_assert_int_eq(ps_problem_set_moe(pb, &mm), 0);
+    const ps_stage_cost x[2] = {{1, 0, 0}, {0.5, 2, 1}};
+    ck_assert_int_eq(ps__problem_set_moe_extra(pb, x, 2), 0);
+    const double w[2] = {1, 2};
+    set_weights(pb, w, 2);
+    ps_schedule *s = generate(pb);
+    ps_sim *sim;
+    ps_metrics m = simulate(s, pb, &sim);
+    ck_assert_double_eq_tol(m.makespan, 56.5, 1e-12);
+    const ps_action f01 = {PS_F, 0, 0, 0, 1, 0, 0};
+    ck_assert_double_eq_tol(ps_sim_duration(sim, &f01), 12, 1e-12);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_problem_free(pb);
+
+    for (int two = 0; two < 2; two++) {
+        pb = make_problem("dualpipev", 4, 2, 8, 1, 1, 1, two ? 0 : 0.5);
+        ps_moe_model om = overlap_model(1);
+        ck_assert_int_eq(ps_problem_set_moe(pb, &om), 0);
+        s = generate(pb);
+        ps_sim *a, *b;
+        simulate(s, pb, &a);
+        double ww[8];
+        for (int j = 0; j < 8; j++)
+            ww[j] = two ? 2 : 1;
+        set_weights(pb, ww, 8);
+        simulate(s, pb, &b);
+        check_same(s, a, s, b, two ? 2 : 1, two ? "moe weights 2" : "moe weights 1");
+        ps_comm_metrics ca, cb;
+        ck_assert_int_eq(ps_sim_comm(a, &ca), 0);
+        ck_assert_int_eq(ps_sim_comm(b, &cb), 0);
+        for (int ph = 0; ph < PS_PHASE_COUNT; ph++) {
+            ck_assert_double_eq(ca.total[ph] * (two ? 2 : 1), cb.total[ph]);
+            ck_assert_double_eq(ca.exposed[ph] * (two ? 2 : 1), cb.exposed[ph]);
+        }
+        ck_assert(ca.total[PS_PHASE_ALL] > 0);
+        ps_sim_free(a);
+        ps_sim_free(b);
+        ps_schedule_free(s);
+        ps_problem_free(pb);
+    }
+}
+END_TEST
+
+/* Bad weights are refused with the index (and the column of a string), leaving the problem's
+ * weights as they were; a count other than the micro-batch count is refused by generation and
+ * by the simulator. */
+START_TEST(sim_weights_errors)
+{
+    ps_problem *pb = make_problem("1f1b", 2, 1, 3, 1, 1, 1, 0);
+    const double good[3] = {1, 2, 0.5};
+    set_weights(pb, good, 3);
+    const double bad[][3] = {{1, 1, 0}, {1, 1, -1}, {1, 1, NAN}, {1, 1, INFINITY}, {1, 1, 2e12}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        ck_assert_int_eq(ps_problem_set_microbatch_weights(pb, bad[k], 3), PS_ERANGE);
+        ck_assert_ptr_nonnull(strstr(ps_problem_last_error(pb),
+                                     "microbatch_weights[2] must be a finite number > 0 and <= "
+                                     "1e+12; got "));
+    }
+    const double *got;
+    ck_assert_uint_eq(ps_problem_microbatch_weights(pb, &got), 3);
+    ck_assert_double_eq(got[1], 2);
+    ck_assert_int_eq(ps_problem_set_microbatch_weights(NULL, good, 3), PS_EINVAL);
+    ck_assert_int_eq(ps_problem_set_microbatch_weights(pb, NULL, 3), PS_EINVAL);
+    ck_assert_int_eq(ps_problem_set_microbatch_weights(pb, good, (size_t)PS_MAX_MICROBATCHES + 1),
+                     PS_ERANGE);
+    ck_assert_uint_eq(ps_problem_microbatch_weights(NULL, &got), 0);
+
+    static const struct {
+        const char *spec, *msg;
+    } strs[] = {
+        {"", "microbatch weights: empty list; expected one positive number per micro-batch, "
+             "separated by commas (\"1,2,0.5\")"},
+        {"1,,2", "microbatch weights: weight 1 (column 3) must be a finite number > 0 and <= "
+                 "1e+12; got \"\""},
+        {"1,2,x", "microbatch weights: weight 2 (column 5) must be a finite number > 0 and <= "
+                  "1e+12; got \"x\""},
+        {"1,2,", "microbatch weights: weight 2 (column 5) must be a finite number > 0 and <= "
+                 "1e+12; got \"\""},
+        {"0.5,nan", "microbatch weights: weight 1 (column 5) must be a finite number > 0 and <= "
+                    "1e+12; got \"nan\""},
+        {"1,2e12", "microbatch weights: weight 1 (column 3) must be a finite number > 0 and <= "
+                   "1e+12; got \"2e12\""},
+        {"-1", "microbatch weights: weight 0 (column 1) must be a finite number > 0 and <= "
+               "1e+12; got \"-1\""},
+    };
+    for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++) {
+        ck_assert_int_eq(ps_problem_set_microbatch_weights_string(pb, strs[k].spec), PS_ECONFIG);
+        ck_assert_str_eq(ps_problem_last_error(pb), strs[k].msg);
+    }
+    ck_assert_int_eq(ps_problem_set_microbatch_weights_string(pb, NULL), PS_EINVAL);
+    ck_assert_int_eq(ps_problem_set_microbatch_weights_string(NULL, "1"), PS_EINVAL);
+    ck_assert_uint_eq(ps_problem_microbatch_weights(pb, &got), 3);
+    ck_assert_int_eq(ps_problem_set_microbatch_weights_string(pb, "1.5,0.25,3"), 0);
+    ck_assert_uint_eq(ps_problem_microbatch_weights(pb, &got), 3);
+    ck_assert_double_eq(got[0], 1.5);
+    ck_assert_double_eq(got[1], 0.25);
+    ck_assert_double_eq(got[2], 3);
+
+    /* the count: generation, then the simulator on a schedule of 3 micro-batches */
+    ps_schedule *s = generate(pb);
+    ck_assert_int_eq(ps_problem_set_microbatch_weights_string(pb, "1,2"), 0);
+    ps_schedule *t;
+    ck_assert_int_eq(ps_schedule_new(&t, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(t, pb), PS_ECONFIG);
+    ck_assert_str_eq(ps_schedule_last_error(t),
+                     "microbatch_weights has 2 entries but there are 3 micro-batches (one weight "
+                     "per micro-batch)");
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), PS_ECONFIG);
+    ck_assert_str_eq(ps_sim_last_error(sim),
+                     "microbatch_weights has 2 entries but the schedule has 3 micro-batches (one "
+                     "weight per micro-batch)");
+    /* cleared: the schedule simulates unweighted again (3 (m + p - 1) = 12) */
+    ck_assert_int_eq(ps_problem_set_microbatch_weights(pb, NULL, 0), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ps_metrics m;
+    ps_sim_metrics(sim, &m);
+    ck_assert_double_eq(m.makespan, 12);
+    ps_sim_free(sim);
+    ps_schedule_free(s);
+    ps_schedule_free(t);
+    ps_problem_free(pb);
+}
+END_TEST
+
+/* Every allocation of the weights fails cleanly: the setters leave the problem as it was, the
+ * simulator reports PS_ENOMEM, and nothing leaks. */
+START_TEST(sim_weights_allocation_failure)
+{
+    int done = 0;
+    for (long n = 1; !done; n++) {
+        counting_alloc cnt = {0, 0, 0, 0};
+        ps_allocator al = counting_allocator(&cnt);
+        ps_problem *pb;
+        ck_assert_int_eq(ps_problem_new(&pb, &al), 0);
+        ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, 4), 0);
+        ck_assert_int_eq(ps_problem_set_int(pb, PS_PARAM_PP, 2), 0);
+        ps_schedule *s;
+        ck_assert_int_eq(ps_schedule_new(&s, &al), 0);
+        ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+        ps_sim *sim;
+        ck_assert_int_eq(ps_sim_new(&sim, &al), 0);
+        cnt.fail_at = cnt.calls + n;
+        const double w[4] = {1, 2, 3, 4};
+        int rc = ps_problem_set_microbatch_weights_string(pb, "1,2,3,4");
+        if (!rc)
+            rc = ps_problem_set_microbatch_weights(pb, w, 3);
+        if (!rc)
+            rc = ps_problem_set_microbatch_weights(pb, w, 4);
+        if (!rc)
+            rc = ps_sim_run(sim, s, pb);
+        cnt.fail_at = 0;
+        if (rc) {
+            ck_assert_int_eq(rc, PS_ENOMEM);
+        } else {
+            ps_metrics m;
+            ps_sim_metrics(sim, &m);
+            /* 1f1b, p = 2, weights 1 2 3 4: F_j = w_j, B_j = 2 w_j. r0 F0 0-1, F1 1-3;
+             * r1 F0 1-2, B0 2-4, F1 4-6, B1 6-10; r0 B0 4-6, F2 6-9, B1 10-14, F3 14-18;
+             * r1 F2 10-13, B2 13-19, F3 19-23, B3 23-31; r0 B2 19-25, B3 31-39. */
+            ck_assert_double_eq(m.makespan, 39);
+            done = 1;
+        }
+        ps_sim_free(sim);
+        ps_schedule_free(s);
+        ps_problem_free(pb);
+        ck_assert_int_eq(cnt.live, 0);
+        ck_assert_uint_eq(cnt.bytes, 0);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sim");
@@ -569,6 +1092,18 @@ int main(void)
     tc = tcase_create("errors");
     tcase_add_test(tc, sim_errors);
     suite_add_tcase(su, tc);
+    tc = tcase_create("microbatch_weights");
+    tcase_add_test(tc, sim_weights_1f1b_by_hand);
+    tcase_add_test(tc, sim_weights_interleaved_by_hand);
+    tcase_add_test(tc, sim_weights_zb_h1_by_hand);
+    tcase_add_test(tc, sim_weights_fused_by_hand);
+    tcase_add_loop_test(tc, sim_weights_ones_equal_unweighted, 0, (int)ps_family_count());
+    tcase_add_test(tc, sim_weights_zb_auto_plans_with_them);
+    tcase_add_test(tc, sim_weights_moe);
+    tcase_add_test(tc, sim_weights_errors);
+    tcase_add_test(tc, sim_weights_allocation_failure);
+    suite_add_tcase(su, tc);
+
     tc = tcase_create("stage_tables");
     tcase_add_test(tc, sim_stage_tables_must_match);
     tcase_add_test(tc, sim_moe_extra_costs);

@@ -175,10 +175,10 @@ PS_EXTERN const char *ps_problem_last_error(const ps_problem *pb);
  * Applies a JSON configuration (see docs/config.md): keys "schedule", "pp", "vpp",
  * "microbatches", "group_size", "costs" {"f","b","w","c","fb"}, "stage_costs" [{"f","b","w"}],
  * "memory" {"f","b","w","limit"}, "stage_memory" [{"f","b","w"}], "microbatch_weights"
- * [numbers], "extra_warmup", "split_backward", and the MoE blocks "model", "cluster", "moe" (docs/config.md).
- * Keys not present keep their current value. Unknown keys, wrong types and out-of-range values
- * are PS_ECONFIG with a message naming every offending JSON path; malformed JSON is PS_EPARSE
- * with line and column. On failure pb is unchanged.
+ * [numbers], "extra_warmup", "split_backward", and the MoE blocks "model", "cluster", "moe"
+ * (docs/config.md). Keys not present keep their current value. Unknown keys, wrong types and
+ * out-of-range values are PS_ECONFIG with a message naming every offending JSON path; malformed
+ * JSON is PS_EPARSE with line and column. On failure pb is unchanged.
  */
 PS_EXTERN int ps_problem_load_json(ps_problem *pb, const char *text, size_t len);
 

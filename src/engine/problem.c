@@ -458,8 +458,7 @@ static int parse_weights(ps_problem *pb, const char *spec, double *w, size_t *n)
         char *num_end;
         errno = 0;
         double v = strtod(p, &num_end);
-        if (num_end == p || num_end != end || errno || !isfinite(v) || !(v > 0) ||
-            v > PS_MAX_COST)
+        if (num_end == p || num_end != end || errno || !isfinite(v) || !(v > 0) || v > PS_MAX_COST)
             return ps__seterr(pb->err, PS_ECONFIG,
                               "microbatch weights: weight %zu (column %d) must be a finite "
                               "number > 0 and <= %g; got \"%.*s\"",

@@ -238,7 +238,8 @@ double ps_sim_duration(const ps_sim *sim, const ps_action *a)
     if (!sim->mb_weight)
         return duration(sim, a);
     size_t n = sim->n_mb_weight;
-    if (a->mb < 0 || (size_t)a->mb >= n || (a->kind == PS_FB && (a->bmb < 0 || (size_t)a->bmb >= n)))
+    if (a->mb < 0 || (size_t)a->mb >= n ||
+        (a->kind == PS_FB && (a->bmb < 0 || (size_t)a->bmb >= n)))
         return 0.0;
     return weighted_duration(sim, a, duration(sim, a));
 }

@@ -117,13 +117,13 @@ static int apply_scalars(ps_problem *pb, const ps__cfg_staged *st)
 
 /*
  * Applies checked values through the setters. Four setters allocate (the per-stage costs, the
- * per-stage memory, the micro-batch weights and the MoE model's layers per stage), so a later one can fail after an
- * earlier one has succeeded; the scalar setters (the MoE model among them) should not fail on
- * values that passed the same checks, but are not trusted to. The load is made atomic by undoing
- * rather than by ordering: the arrays being replaced are detached from pb before their setters
- * run (so the setters do not free them) and the scalars are saved. On any failure the new arrays
- * are freed and the old ones and the scalars put back, which needs no allocation and so cannot
- * fail itself; on success the old arrays are freed.
+ * per-stage memory, the micro-batch weights and the MoE model's layers per stage), so a later one
+ * can fail after an earlier one has succeeded; the scalar setters (the MoE model among them) should
+ * not fail on values that passed the same checks, but are not trusted to. The load is made atomic
+ * by undoing rather than by ordering: the arrays being replaced are detached from pb before their
+ * setters run (so the setters do not free them) and the scalars are saved. On any failure the new
+ * arrays are freed and the old ones and the scalars put back, which needs no allocation and so
+ * cannot fail itself; on success the old arrays are freed.
  */
 static int apply(ps_problem *pb, const ps__cfg_staged *st)
 {

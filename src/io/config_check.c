@@ -316,8 +316,8 @@ static bool check_ints(ps__cfg_ctx *c, const ps__cfg_key *k, const char *path, c
 }
 
 /* NUMBERS: finite numbers in [lo, hi] ((lo, hi] when strict), staged as double. */
-static bool check_numbers(ps__cfg_ctx *c, const ps__cfg_key *k, const char *path,
-                          const cJSON *arr, void *target)
+static bool check_numbers(ps__cfg_ctx *c, const ps__cfg_key *k, const char *path, const cJSON *arr,
+                          void *target)
 {
     size_t n, i = 0, before = c->d->errors;
     if (!count_entries(c, k, path, arr, &n))
