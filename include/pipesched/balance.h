@@ -29,6 +29,98 @@ extern "C" {
 
 /* ---- D: data reordering --------------------------------------------------------------------- */
 
+/*
+ * A sample of a global batch: a packed sequence of documents. Its predicted compute time is
+ * linear in its token count and in the sum of its documents' squared lengths (causal attention
+ * with a reset mask costs each document's length squared): a.sq + c.tokens + d.
+ */
+typedef struct ps_sample {
+    double tokens; /* sum of the document lengths */
+    double sq;     /* sum of the squared document lengths */
+    int32_t docs;  /* documents in the sample */
+} ps_sample;
+
+typedef struct ps_sample_model {
+    double a; /* per squared token of a document (attention) */
+    double c; /* per token (the GEMMs and everything else linear in tokens) */
+    double d; /* per sample */
+} ps_sample_model;
+
+/* The largest document length a samples file may give. */
+#define PS_MAX_DOC_LEN 1000000000
+
+/*
+ * Parses a samples file: one sample per line, its document lengths as whole numbers >= 1 and
+ * <= PS_MAX_DOC_LEN separated by commas ("512,2048,128"; spaces and tabs around a number, a
+ * final newline and CRLF line ends are accepted). With out NULL (cap 0) it only checks the
+ * text and counts the samples into *n; else it fills out[0 .. *n) (cap at least the count).
+ * Returns 0, PS_EINVAL (text or n NULL, or cap below the count), or PS_EPARSE with a message in
+ * err (errlen bytes, may be NULL) that names the line and the column: a length below 1 (a
+ * negative one too) or beyond the limit, something that is not a number, an empty line, or an
+ * empty file.
+ */
+PS_EXTERN int ps_samples_parse(const char *text, size_t len, ps_sample *out, size_t cap, size_t *n,
+                               char *err, size_t errlen);
+
+/* The predicted time of sample x under model m. */
+PS_EXTERN double ps_sample_time(const ps_sample_model *m, const ps_sample *x);
+
+/*
+ * The sample model of a transformer on a device: c = the model FLOPs of one token without
+ * attention (ps_estimate's formula: 6 times the GEMM parameters a token passes through) at the
+ * hardware's bf16 peak times gemm_eff, a = the causal attention FLOPs per squared document
+ * length at the peak times attn_eff, d = 0. Seconds of one device for the whole model, forward
+ * and backward: a, c and d scale together with the parallel setup, which changes the unit of
+ * the step time but not the assignment. Returns 0, PS_EINVAL, or PS_ECONFIG (message in err)
+ * for a model or hardware that fails its check.
+ */
+PS_EXTERN int ps_sample_model_derive(const ps_transformer *t, const ps_hardware *hw,
+                                     ps_sample_model *out, char *err, size_t errlen);
+
+/*
+ * Data reordering: assigns n = dp . microbatches . mbs samples to data-parallel ranks and
+ * micro-batch slots (slot j of a rank is its micro-batch j, mbs samples each). Every rank runs
+ * the pipeline of the problem (its family, pp, vpp and costs; its micro-batch count and weights
+ * are replaced) with micro-batch weights proportional to its slots' times: the problem's
+ * costs give how one micro-batch's time splits over the stages and phases, scaled so that a
+ * micro-batch's durations over all its stages sum to its slot's time (the transfer cost c is in
+ * the samples' unit). The step time is the slowest rank's simulated makespan.
+ *
+ * The search: longest processing time first (each sample, longest first, to the slot with the
+ * least time that has room), then local improvement judged by the simulated makespan: on the
+ * slowest rank, reorder its micro-batches (swap two slots), swap samples between two of its
+ * slots, and swap one of its samples with a shorter one of another rank, each move kept when
+ * the slowest rank gets faster and no rank it touches reaches the old step time. It stops at a
+ * local optimum or after max_evals simulations. Lossless: only who runs which sample changes.
+ */
+typedef struct ps_data_config {
+    int32_t dp;           /* data-parallel ranks, >= 1 */
+    int32_t microbatches; /* micro-batch slots per rank, >= 1 */
+    int32_t mbs;          /* samples per micro-batch slot, >= 1 */
+    int64_t max_evals;    /* simulations the local search may run; 0 = 1000000 */
+} ps_data_config;
+
+typedef struct ps_data_result {
+    double step_time;          /* of the assignment returned */
+    double baseline_step_time; /* of the input order dealt round-robin: sample i to rank i mod dp,
+                                  a rank's k-th sample to its slot k / mbs */
+    double lpt_step_time;      /* of the longest-processing-time start */
+    int64_t evals;             /* simulations run (all three included) */
+} ps_data_result;
+
+/*
+ * Balances the samples of times[0 .. n) (each finite and >= 0) under cfg and the pipeline of
+ * pb: rank[i] and slot[i] receive sample i's data-parallel rank and micro-batch slot, *out the
+ * step times. The result is never worse than the baseline (the baseline is returned when
+ * nothing beats it). Returns 0, PS_EINVAL (a NULL pointer), PS_ECONFIG (n is not dp .
+ * microbatches . mbs, a time that is negative or not finite, a problem whose schedule cannot be
+ * generated with that many micro-batches; message in err), PS_ENOMEM, or a simulation's error.
+ * Allocations go through pb's allocator.
+ */
+PS_EXTERN int ps_balance_data(const ps_problem *pb, const double *times, size_t n,
+                              const ps_data_config *cfg, int32_t *rank, int32_t *slot,
+                              ps_data_result *out, char *err, size_t errlen);
+
 /* ---- E: expert placement -------------------------------------------------------------------- */
 
 /*

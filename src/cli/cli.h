@@ -48,6 +48,8 @@ typedef struct cli_opts {
     long long threads, top;
     int no_prune;
     /* balance data (balance_data.c) */
+    const char *samples, *sample_cost;
+    long long dp;
 
     /* balance experts (balance_experts.c) */
     const char *load, *synthetic_experts, *from_placement;

@@ -28,7 +28,7 @@
 
 /* The commands that build a schedule from the schedule options; check reads its schedule from
  * a file, and plan models its costs with the MoE model instead of --costs. */
-#define SCHEDULE_COMMANDS "generate simulate run plan draw"
+#define SCHEDULE_COMMANDS "generate simulate run plan draw " BALANCE_DATA
 #define COST_COMMANDS "generate simulate check run draw"
 #define INPUT_COMMANDS "generate simulate check run plan draw"
 /* The options of the performance model: a real model, real hardware, a parallel setup. Their
@@ -106,7 +106,7 @@ const cli_option cli_options[] = {
      STRING(costs),
      .metavar = "SPEC",
      .def = "`f=1,b=1,w=1,c=0`",
-     .commands = COST_COMMANDS,
+     .commands = COST_COMMANDS " " BALANCE_DATA,
      .help = "per-chunk costs, e.g. f=1,b=1,w=1,c=0 (fb = fused pair)",
      .doc = "Any subset of the keys. With a MoE model in the config only `c` applies: a warning "
             "names the keys it ignores."},
@@ -153,7 +153,7 @@ const cli_option cli_options[] = {
     {.name = "config",
      STRING(config),
      .metavar = "FILE",
-     .commands = INPUT_COMMANDS " estimate",
+     .commands = INPUT_COMMANDS " estimate " BALANCE_DATA,
      .help = "JSON configuration (docs/config.md); flags override it",
      .doc = "`-` reads standard input."},
     {.name = "method",
@@ -294,7 +294,8 @@ const cli_option cli_options[] = {
      .aliases = {"micro-batch-size"},
      INT(mbs, 1, 1 << 20),
      .metavar = "b",
-     .commands = EST,
+     .def = "balance data: samples / (dp · microbatches)",
+     .commands = EST " " BALANCE_DATA,
      .help = "micro-batch size, sequences"},
     {.name = "seq",
      .aliases = {"seq-length"},
@@ -433,6 +434,27 @@ const cli_option cli_options[] = {
      .help = "simulate every candidate that passes the checks (no\n"
              "branch-and-bound; same answer, slower)"},
     /* balance data (docs/balance.md) */
+    {.name = "samples",
+     STRING(samples),
+     .metavar = "FILE",
+     .commands = BALANCE_DATA,
+     .help = "the global batch: one sample per line, its document\n"
+             "lengths (512,2048,128); required",
+     .doc = "A length is a whole number from 1 to 10⁹; an error names the line and the column."},
+    {.name = "dp",
+     .aliases = {"data-parallel-size"},
+     INT(dp, 1, 1 << 24),
+     .metavar = "D",
+     .commands = BALANCE_DATA,
+     .help = "data-parallel ranks (replicas of the pipeline); required"},
+    {.name = "cost",
+     STRING(sample_cost),
+     .metavar = "a=A,c=C,d=D",
+     .def = "with `--model`: from the model; else required",
+     .commands = BALANCE_DATA,
+     .help = "a sample's predicted time a·Σℓ² + c·Σℓ + d over its\n"
+             "document lengths ℓ",
+     .doc = "With `--model` (and `--hardware`) the keys given replace the model's."},
 
     /* balance experts (docs/balance.md) */
     {.name = "load",

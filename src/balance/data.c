@@ -1,0 +1,655 @@
+/*
+ * D, data reordering (include/pipesched/balance.h, docs/balance.md): the samples of a global
+ * batch to data-parallel ranks and micro-batch slots so that the slowest replica's simulated
+ * pipeline is shortest.
+ *
+ * Every replica runs the same pipeline; only its micro-batches' weights differ (the simulator's
+ * per-micro-batch weights, issue 15 section 1). So one schedule serves every evaluation (but
+ * zb-auto's, which plans with the weights and is generated again), and an evaluation is one
+ * simulation of one rank. The search keeps a table of which sample sits where and the time of
+ * every slot, starts from the longest-processing-time assignment, and improves the slowest
+ * rank by swaps while they help. The reconstruction of the method is in
+ * reference/adaptive_pipe.md section 5.2 (only the headline is public).
+ * SPDX-License-Identifier: MIT
+ */
+#include "internal.h"
+#include "model/cost.h"
+
+#include <pipesched/balance.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the samples file ----------------------------------------------------------------------- */
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* Parses one line [p, end) (without its newline) into *x; line is 1-based, col of p is 1. */
+static int parse_line(const char *p, const char *end, size_t line, ps_sample *x, char *err,
+                      size_t errlen)
+{
+    const char *start = p;
+    x->tokens = x->sq = 0;
+    x->docs = 0;
+    if (end > p && end[-1] == '\r')
+        end--;
+    const char *q = p;
+    while (q < end && is_blank(*q))
+        q++;
+    if (q == end)
+        return ps__seterr_n(err, errlen, PS_EPARSE,
+                            "line %zu: empty; expected a sample's document lengths, e.g. "
+                            "512,2048,128",
+                            line);
+    for (;;) {
+        while (p < end && is_blank(*p))
+            p++;
+        size_t col = (size_t)(p - start) + 1;
+        const char *num = p;
+        int neg = p < end && *p == '-';
+        if (neg || (p < end && *p == '+'))
+            p++;
+        double v = 0;
+        int digits = 0;
+        while (p < end && *p >= '0' && *p <= '9') {
+            v = v * 10 + (*p - '0');
+            digits++;
+            p++;
+        }
+        const char *tok_end = p;
+        while (p < end && is_blank(*p))
+            p++;
+        if (!digits || (p < end && *p != ',')) {
+            const char *bad = num;
+            size_t blen = 0;
+            while (bad + blen < end && bad[blen] != ',')
+                blen++;
+            return ps__seterr_n(err, errlen, PS_EPARSE,
+                                "line %zu, column %zu: \"%.*s\" is not a document length (a "
+                                "whole number from 1 to %d)",
+                                line, col, (int)(blen > 40 ? 40 : blen), bad, PS_MAX_DOC_LEN);
+        }
+        if (neg || v < 1 || v > PS_MAX_DOC_LEN)
+            return ps__seterr_n(err, errlen, PS_EPARSE,
+                                "line %zu, column %zu: document length %s%.*s is out of range "
+                                "(1 to %d)",
+                                line, col, neg ? "-" : "", (int)(tok_end - num - neg), num + neg,
+                                PS_MAX_DOC_LEN);
+        if (x->docs == INT32_MAX)
+            return ps__seterr_n(err, errlen, PS_EPARSE, "line %zu: too many documents", line);
+        x->tokens += v;
+        x->sq += v * v;
+        x->docs++;
+        if (p == end)
+            return 0;
+        p++; /* the comma */
+    }
+}
+
+int ps_samples_parse(const char *text, size_t len, ps_sample *out, size_t cap, size_t *n, char *err,
+                     size_t errlen)
+{
+    if (!text || !n)
+        return PS_EINVAL;
+    *n = 0;
+    if (err && errlen)
+        err[0] = '\0';
+    const char *p = text, *end = text + len;
+    size_t line = 0, count = 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        ps_sample x;
+        line++;
+        int rc = parse_line(p, le, line, &x, err, errlen);
+        if (rc)
+            return rc;
+        if (out) {
+            if (count >= cap)
+                return ps__seterr_n(err, errlen, PS_EINVAL,
+                                    "room for %zu samples, the text has more", cap);
+            out[count] = x;
+        }
+        count++;
+        p = nl ? nl + 1 : end;
+    }
+    if (count == 0)
+        return ps__seterr_n(err, errlen, PS_EPARSE,
+                            "no samples: the file is empty (expected one sample per line, its "
+                            "document lengths, e.g. 512,2048,128)");
+    *n = count;
+    return 0;
+}
+
+double ps_sample_time(const ps_sample_model *m, const ps_sample *x)
+{
+    if (!m || !x)
+        return 0.0;
+    return m->a * x->sq + m->c * x->tokens + m->d;
+}
+
+int ps_sample_model_derive(const ps_transformer *t, const ps_hardware *hw, ps_sample_model *out,
+                           char *err, size_t errlen)
+{
+    if (!t || !hw || !out)
+        return PS_EINVAL;
+    int rc = ps_transformer_check(t, err, errlen);
+    if (!rc)
+        rc = ps_hardware_check(hw, err, errlen);
+    if (rc)
+        return rc;
+    /* ps__model_flops counts attention without the causal half, linear in the sequence: the
+     * difference of a sequence of 1 and of none is its per-token, per-position term. */
+    double linear = ps__model_flops(t, 1, 0), attn = ps__model_flops(t, 1, 1) - linear;
+    double peak = hw->peak_tflops_bf16 * 1e12;
+    out->c = linear / (peak * hw->gemm_eff);
+    out->a = attn / 2 / (peak * hw->attn_eff);
+    out->d = 0;
+    return 0;
+}
+
+/* ---- the search ----------------------------------------------------------------------------- */
+
+typedef struct bal {
+    const ps_allocator *al;
+    ps_problem tmp; /* pb's shallow copy: m slots, weights in w */
+    ps_schedule *s;
+    ps_sim *sim;
+    int regen; /* the family plans with the costs (zb-auto): a schedule per evaluation */
+    int32_t D, M, B;
+    size_t n;
+    const double *t;
+    int32_t *at;    /* the sample at position (r . M + j) . B + k */
+    double *load;   /* the time of slot r . M + j */
+    double *mk;     /* each rank's simulated makespan */
+    double *w;      /* the weights of one evaluation (M) */
+    uint8_t *clean; /* per rank: its own moves were tried since it last changed */
+    double scale;   /* weight of one unit of time: 1 / a micro-batch's durations at weight 1 */
+    int64_t evals, max_evals;
+    char *err;
+    size_t errlen;
+} bal;
+
+/* The makespan of rank r's pipeline with its slots' times as weights. */
+static int eval_rank(bal *b, int32_t r, double *out)
+{
+    for (int32_t j = 0; j < b->M; j++)
+        b->w[j] = b->load[(size_t)r * b->M + j] * b->scale;
+    int rc;
+    if (b->regen) {
+        if ((rc = ps_schedule_generate(b->s, &b->tmp)) || (rc = ps_schedule_validate(b->s)))
+            return ps__seterr_n(b->err, b->errlen, rc, "balance data: %s",
+                                ps_schedule_last_error(b->s));
+    }
+    rc = ps_sim_run(b->sim, b->s, &b->tmp);
+    if (rc && rc != PS_EINVALID) /* above a memory limit still times every action */
+        return ps__seterr_n(b->err, b->errlen, rc, "balance data: %s", ps_sim_last_error(b->sim));
+    ps_metrics m;
+    ps_sim_metrics(b->sim, &m);
+    *out = m.makespan;
+    b->evals++;
+    return 0;
+}
+
+static int eval_all(bal *b, double *step)
+{
+    *step = 0;
+    for (int32_t r = 0; r < b->D; r++) {
+        int rc = eval_rank(b, r, &b->mk[r]);
+        if (rc)
+            return rc;
+        *step = b->mk[r] > *step ? b->mk[r] : *step;
+    }
+    return 0;
+}
+
+static void fill_loads(bal *b)
+{
+    size_t slots = (size_t)b->D * b->M;
+    for (size_t q = 0; q < slots; q++) {
+        double sum = 0;
+        for (int32_t k = 0; k < b->B; k++)
+            sum += b->t[b->at[q * b->B + k]];
+        b->load[q] = sum;
+    }
+}
+
+/* The baseline: sample i to rank i mod D, a rank's k-th sample to its slot k / B. */
+static void baseline(bal *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        size_t r = i % (size_t)b->D, k = i / (size_t)b->D;
+        b->at[r * (size_t)b->M * b->B + k] = (int32_t)i;
+    }
+    fill_loads(b);
+}
+
+typedef struct by_time {
+    double t;
+    int32_t i;
+} by_time;
+
+static int cmp_desc(const void *x, const void *y)
+{
+    const by_time *a = x, *c = y;
+    if (a->t != c->t)
+        return a->t < c->t ? 1 : -1;
+    return a->i < c->i ? -1 : a->i > c->i;
+}
+
+/*
+ * Longest processing time first: each sample, longest first, to the rank with the least time
+ * that has room, and there to its slot with the least time that has room. Then each rank's
+ * slots in a pyramid, lightest at both ends: a pipeline's warm-up runs its first micro-batch
+ * through every stage and its cool-down its last one, so those two lie on the critical path
+ * once more than the others.
+ */
+static int lpt(bal *b)
+{
+    size_t n = b->n, slots = (size_t)b->D * b->M;
+    by_time *o = ps__alloc(b->al, n, sizeof *o);
+    int32_t *fill = ps__calloc(b->al, slots, sizeof *fill);
+    double *total = ps__calloc(b->al, (size_t)b->D, sizeof *total);
+    int32_t *cnt = ps__calloc(b->al, (size_t)b->D, sizeof *cnt);
+    int32_t *tmp = NULL;
+    int rc = 0;
+    if (!o || !fill || !total || !cnt) {
+        rc = PS_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        o[i].t = b->t[i], o[i].i = (int32_t)i;
+    qsort(o, n, sizeof *o, cmp_desc);
+    int32_t per_rank = b->M * b->B;
+    for (size_t q = 0; q < slots; q++)
+        b->load[q] = 0;
+    for (size_t x = 0; x < n; x++) {
+        int32_t r = -1;
+        for (int32_t q = 0; q < b->D; q++)
+            if (cnt[q] < per_rank && (r < 0 || total[q] < total[r]))
+                r = q;
+        int32_t j = -1;
+        for (int32_t q = 0; q < b->M; q++) {
+            size_t sq = (size_t)r * b->M + q;
+            if (fill[sq] < b->B && (j < 0 || b->load[sq] < b->load[(size_t)r * b->M + j]))
+                j = q;
+        }
+        size_t sj = (size_t)r * b->M + j;
+        b->at[sj * b->B + fill[sj]++] = o[x].i;
+        b->load[sj] += o[x].t;
+        total[r] += o[x].t;
+        cnt[r]++;
+    }
+    /* the pyramid: slots by time, ascending, to positions 0, M-1, 1, M-2, ... */
+    size_t per = (size_t)b->M * b->B;
+    tmp = ps__alloc(b->al, per, sizeof *tmp);
+    if (!tmp) {
+        rc = PS_ENOMEM;
+        goto out;
+    }
+    for (int32_t r = 0; r < b->D; r++) {
+        by_time *sl = o; /* room for M entries: n = D.M.B */
+        for (int32_t j = 0; j < b->M; j++)
+            sl[j].t = -b->load[(size_t)r * b->M + j], sl[j].i = j;
+        qsort(sl, (size_t)b->M, sizeof *sl, cmp_desc); /* ascending time */
+        int32_t *src = b->at + (size_t)r * per;
+        for (int32_t q = 0; q < b->M; q++) {
+            int32_t pos = q % 2 == 0 ? q / 2 : b->M - 1 - q / 2;
+            memcpy(tmp + (size_t)pos * b->B, src + (size_t)sl[q].i * b->B,
+                   (size_t)b->B * sizeof *tmp);
+        }
+        memcpy(src, tmp, per * sizeof *tmp);
+    }
+    fill_loads(b);
+out:
+    ps__free(b->al, o, n, sizeof *o);
+    ps__free(b->al, fill, slots, sizeof *fill);
+    ps__free(b->al, total, (size_t)b->D, sizeof *total);
+    ps__free(b->al, cnt, (size_t)b->D, sizeof *cnt);
+    ps__free(b->al, tmp, (size_t)b->M * b->B, sizeof *tmp);
+    return rc;
+}
+
+/* Below the old value by more than rounding. */
+static inline int better(double v, double old)
+{
+    return v < old * (1 - 1e-12);
+}
+
+static void swap_slots(bal *b, size_t x, size_t y)
+{
+    for (int32_t k = 0; k < b->B; k++) {
+        int32_t t = b->at[x * b->B + k];
+        b->at[x * b->B + k] = b->at[y * b->B + k];
+        b->at[y * b->B + k] = t;
+    }
+    double l = b->load[x];
+    b->load[x] = b->load[y];
+    b->load[y] = l;
+}
+
+/* Swaps the samples at positions x and y (of slots sx and sy). */
+static void swap_samples(bal *b, size_t x, size_t y)
+{
+    size_t sx = x / (size_t)b->B, sy = y / (size_t)b->B;
+    int32_t a = b->at[x], c = b->at[y];
+    b->at[x] = c;
+    b->at[y] = a;
+    b->load[sx] += b->t[c] - b->t[a];
+    b->load[sy] += b->t[a] - b->t[c];
+}
+
+/* Rank r's micro-batch order: two slots swapped. Returns 1 when a swap was kept. */
+static int try_slot_swaps(bal *b, int32_t r, int *rc)
+{
+    size_t base = (size_t)r * b->M;
+    for (int32_t j = 0; j < b->M; j++) {
+        for (int32_t k = j + 1; k < b->M; k++) {
+            if (b->load[base + j] == b->load[base + k])
+                continue;
+            if (b->evals >= b->max_evals)
+                return 0;
+            swap_slots(b, base + j, base + k);
+            double v;
+            if ((*rc = eval_rank(b, r, &v)))
+                return 0;
+            if (better(v, b->mk[r])) {
+                b->mk[r] = v;
+                return 1;
+            }
+            swap_slots(b, base + j, base + k);
+        }
+    }
+    return 0;
+}
+
+/* Two samples of two slots of rank r swapped (the rank's total stays). */
+static int try_inner_swaps(bal *b, int32_t r, int *rc)
+{
+    size_t base = (size_t)r * b->M * b->B, per = (size_t)b->M * b->B;
+    if (b->B < 2)
+        return 0;
+    for (size_t x = 0; x < per; x++) {
+        for (size_t y = (x / b->B + 1) * b->B; y < per; y++) {
+            if (b->t[b->at[base + x]] == b->t[b->at[base + y]])
+                continue;
+            if (b->evals >= b->max_evals)
+                return 0;
+            swap_samples(b, base + x, base + y);
+            double v;
+            if ((*rc = eval_rank(b, r, &v)))
+                return 0;
+            if (better(v, b->mk[r])) {
+                b->mk[r] = v;
+                return 1;
+            }
+            swap_samples(b, base + x, base + y);
+        }
+    }
+    return 0;
+}
+
+/* A candidate of the cross-rank swaps: positions x on the slowest rank, y on another. */
+typedef struct cand {
+    double score;
+    size_t x, y;
+} cand;
+
+#define CROSS_TRIES 16
+
+/*
+ * One of rank r's samples swapped with a shorter one of another rank q, the other ranks from
+ * the fastest up. For each q, the CROSS_TRIES pairs whose difference comes closest to half the
+ * gap between the two ranks' totals are simulated, both ranks; a swap is kept when r gets
+ * faster and q stays below r's old makespan.
+ */
+static int try_cross_swaps(bal *b, int32_t r, int32_t *order, int *rc)
+{
+    int32_t D = b->D;
+    size_t per = (size_t)b->M * b->B;
+    for (int32_t q = 0; q < D; q++)
+        order[q] = q;
+    for (int32_t i = 1; i < D; i++) { /* insertion sort by makespan (D is small) */
+        int32_t x = order[i], j = i;
+        while (j > 0 && b->mk[order[j - 1]] > b->mk[x])
+            order[j] = order[j - 1], j--;
+        order[j] = x;
+    }
+    double tr = 0;
+    for (int32_t j = 0; j < b->M; j++)
+        tr += b->load[(size_t)r * b->M + j];
+    for (int32_t oi = 0; oi < D; oi++) {
+        int32_t q = order[oi];
+        if (q == r || !better(b->mk[q], b->mk[r]))
+            continue;
+        double tq = 0;
+        for (int32_t j = 0; j < b->M; j++)
+            tq += b->load[(size_t)q * b->M + j];
+        double target = (tr - tq) / 2;
+        cand best[CROSS_TRIES];
+        int nb = 0;
+        size_t br = (size_t)r * per, bq = (size_t)q * per;
+        for (size_t x = 0; x < per; x++) {
+            double ta = b->t[b->at[br + x]];
+            for (size_t y = 0; y < per; y++) {
+                double d = ta - b->t[b->at[bq + y]];
+                if (!(d > 0))
+                    continue;
+                double sc = fabs(d - target);
+                if (nb == CROSS_TRIES && sc >= best[nb - 1].score)
+                    continue;
+                int at = nb < CROSS_TRIES ? nb++ : nb - 1;
+                while (at > 0 && best[at - 1].score > sc)
+                    best[at] = best[at - 1], at--;
+                best[at].score = sc, best[at].x = br + x, best[at].y = bq + y;
+            }
+        }
+        for (int c = 0; c < nb; c++) {
+            if (b->evals + 2 > b->max_evals)
+                return 0;
+            swap_samples(b, best[c].x, best[c].y);
+            double vr, vq;
+            if ((*rc = eval_rank(b, r, &vr)) || (*rc = eval_rank(b, q, &vq)))
+                return 0;
+            if (better(vr, b->mk[r]) && better(vq, b->mk[r])) {
+                b->mk[r] = vr;
+                b->mk[q] = vq;
+                b->clean[q] = 0;
+                return 1;
+            }
+            swap_samples(b, best[c].x, best[c].y);
+        }
+    }
+    return 0;
+}
+
+/* Improves the slowest rank while a move helps (or until the evaluations run out). */
+static int improve(bal *b)
+{
+    int32_t *order = ps__alloc(b->al, (size_t)b->D, sizeof *order);
+    if (!order)
+        return PS_ENOMEM;
+    int rc = 0;
+    memset(b->clean, 0, (size_t)b->D);
+    while (b->evals < b->max_evals) {
+        int32_t r = 0;
+        for (int32_t q = 1; q < b->D; q++)
+            if (b->mk[q] > b->mk[r])
+                r = q;
+        int kept = 0;
+        if (!b->clean[r]) {
+            kept = try_slot_swaps(b, r, &rc);
+            if (!kept && !rc)
+                kept = try_inner_swaps(b, r, &rc);
+            if (!kept && !rc)
+                b->clean[r] = 1;
+        }
+        if (!kept && !rc) {
+            kept = try_cross_swaps(b, r, order, &rc);
+            if (kept)
+                b->clean[r] = 0;
+        }
+        if (rc || !kept)
+            break;
+    }
+    ps__free(b->al, order, (size_t)b->D, sizeof *order);
+    return rc;
+}
+
+/* The durations of micro-batch 0 over its path at weight 1 (its forwards and backwards), which
+ * the weights are scaled by: a micro-batch of time T then computes T over all its stages. */
+static int unit_time(bal *b, double *out)
+{
+    for (int32_t j = 0; j < b->M; j++)
+        b->w[j] = 1;
+    int rc = ps_sim_run(b->sim, b->s, &b->tmp);
+    if (rc && rc != PS_EINVALID)
+        return ps__seterr_n(b->err, b->errlen, rc, "balance data: %s", ps_sim_last_error(b->sim));
+    const int32_t *stages;
+    int np, first, count;
+    double sum = 0;
+    for (int i = 0; ps_schedule_path(b->s, i, &stages, &np, &first, &count) == 0; i++) {
+        if (first != 0)
+            continue;
+        for (int k = 0; k < np; k++) {
+            ps_action f = {PS_F, 0, 0, stages[k], 0, 0, 0}, g = {PS_B, 0, 0, stages[k], 0, 0, 0};
+            sum += ps_sim_duration(b->sim, &f) + ps_sim_duration(b->sim, &g);
+        }
+    }
+    *out = sum;
+    return 0;
+}
+
+static int check_args(const ps_problem *pb, const double *times, size_t n,
+                      const ps_data_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->dp < 1 || cfg->microbatches < 1 || cfg->mbs < 1 || cfg->max_evals < 0)
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "balance data: dp, microbatches and mbs must be >= 1 (got %d, %d, "
+                            "%d) and max_evals >= 0",
+                            (int)cfg->dp, (int)cfg->microbatches, (int)cfg->mbs);
+    if (cfg->microbatches > PS_MAX_MICROBATCHES)
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "balance data: %d micro-batches is beyond the limit %d",
+                            (int)cfg->microbatches, PS_MAX_MICROBATCHES);
+    double want = (double)cfg->dp * cfg->microbatches * cfg->mbs;
+    if ((double)n != want)
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "balance data: %zu samples do not fill dp %d x %d micro-batches x "
+                            "mbs %d = %.0f slots exactly",
+                            n, (int)cfg->dp, (int)cfg->microbatches, (int)cfg->mbs, want);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(times[i]) || times[i] < 0)
+            return ps__seterr_n(err, errlen, PS_ECONFIG,
+                                "balance data: the time of sample %zu must be finite and >= 0; "
+                                "got %g",
+                                i, times[i]);
+    (void)pb;
+    return 0;
+}
+
+static void bal_free(bal *b)
+{
+    const ps_allocator *a = b->al;
+    size_t slots = (size_t)b->D * b->M;
+    ps__free(a, b->at, b->n, sizeof *b->at);
+    ps__free(a, b->load, slots, sizeof *b->load);
+    ps__free(a, b->mk, (size_t)b->D, sizeof *b->mk);
+    ps__free(a, b->w, (size_t)b->M, sizeof *b->w);
+    ps__free(a, b->clean, (size_t)b->D, 1);
+    ps_sim_free(b->sim);
+    ps_schedule_free(b->s);
+}
+
+/* Writes the assignment in b->at into rank[] and slot[]. */
+static void write_out(const bal *b, int32_t *rank, int32_t *slot)
+{
+    for (size_t p = 0; p < b->n; p++) {
+        size_t sl = p / (size_t)b->B;
+        rank[b->at[p]] = (int32_t)(sl / (size_t)b->M);
+        slot[b->at[p]] = (int32_t)(sl % (size_t)b->M);
+    }
+}
+
+int ps_balance_data(const ps_problem *pb, const double *times, size_t n, const ps_data_config *cfg,
+                    int32_t *rank, int32_t *slot, ps_data_result *out, char *err, size_t errlen)
+{
+    if (!pb || !times || !cfg || !rank || !slot || !out)
+        return PS_EINVAL;
+    memset(out, 0, sizeof *out);
+    int rc = check_args(pb, times, n, cfg, err, errlen);
+    if (rc)
+        return rc;
+    bal b;
+    memset(&b, 0, sizeof b);
+    b.al = &pb->al;
+    b.tmp = *pb; /* shallow: pb's arrays are only read; the weights are b.w */
+    b.D = cfg->dp, b.M = cfg->microbatches, b.B = cfg->mbs;
+    b.n = n;
+    b.t = times;
+    b.err = err, b.errlen = errlen;
+    b.max_evals = cfg->max_evals ? cfg->max_evals : 1000000;
+    size_t slots = (size_t)b.D * b.M;
+    b.at = ps__alloc(b.al, n, sizeof *b.at);
+    b.load = ps__alloc(b.al, slots, sizeof *b.load);
+    b.mk = ps__alloc(b.al, (size_t)b.D, sizeof *b.mk);
+    b.w = ps__alloc(b.al, (size_t)b.M, sizeof *b.w);
+    b.clean = ps__alloc(b.al, (size_t)b.D, 1);
+    if (!b.at || !b.load || !b.mk || !b.w || !b.clean) {
+        rc = ps__seterr_n(err, errlen, PS_ENOMEM, "out of memory");
+        goto out;
+    }
+    b.tmp.m = b.M;
+    b.tmp.mb_weights = b.w;
+    b.tmp.n_mb_weights = (size_t)b.M;
+    b.regen = ps__families[pb->family].costs;
+    if ((rc = ps_schedule_new(&b.s, b.al)) || (rc = ps_sim_new(&b.sim, b.al))) {
+        rc = ps__seterr_n(err, errlen, rc, "out of memory");
+        goto out;
+    }
+    for (int32_t j = 0; j < b.M; j++)
+        b.w[j] = 1;
+    if ((rc = ps_schedule_generate(b.s, &b.tmp)) || (rc = ps_schedule_validate(b.s))) {
+        ps__seterr_n(err, errlen, rc, "balance data: %s", ps_schedule_last_error(b.s));
+        goto out;
+    }
+    double unit = 0;
+    if ((rc = unit_time(&b, &unit)))
+        goto out;
+    if (!(unit > 0)) {
+        rc = ps__seterr_n(err, errlen, PS_ECONFIG,
+                          "balance data: the pipeline's costs are all 0: nothing to balance");
+        goto out;
+    }
+    b.scale = 1 / unit;
+
+    baseline(&b);
+    if ((rc = eval_all(&b, &out->baseline_step_time)))
+        goto out;
+    write_out(&b, rank, slot); /* the baseline, should nothing beat it */
+    if ((rc = lpt(&b))) {
+        rc = ps__seterr_n(err, errlen, rc, "out of memory");
+        goto out;
+    }
+    if ((rc = eval_all(&b, &out->lpt_step_time)) || (rc = improve(&b)))
+        goto out;
+    double step = 0;
+    for (int32_t r = 0; r < b.D; r++)
+        step = b.mk[r] > step ? b.mk[r] : step;
+    if (step < out->baseline_step_time) {
+        write_out(&b, rank, slot);
+        out->step_time = step;
+    } else {
+        out->step_time = out->baseline_step_time;
+    }
+    if (rc == PS_ENOMEM)
+        ps__seterr_n(err, errlen, rc, "out of memory");
+out:
+    out->evals = b.evals;
+    bal_free(&b);
+    return rc;
+}
