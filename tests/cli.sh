@@ -58,8 +58,8 @@ for c in data experts; do
     contains "$tmp/out" "usage: pipesched balance $c" "help balance $c text"
 done
 expect 2 "help balance unknown" -- "$bin" help balance frob
-expect 2 "balance data option of another command" -- "$bin" balance data --pp 2
-contains "$tmp/err" "balance data does not take --pp" "a subcommand's options are its own"
+expect 2 "balance data option of another command" -- "$bin" balance data --trace t.json
+contains "$tmp/err" "balance data does not take --trace" "a subcommand's options are its own"
 # balance experts (docs/balance.md): two hot experts on device 0 of the identity placement.
 # 206 tokens over 4 devices: mean 51.5; the identity's device 0 carries 200 (3.883), the best
 # placement 100 + 1 (1.961).
@@ -129,6 +129,39 @@ fi
 expect 2 "balance experts synthetic bad spec" -- "$bin" balance experts \
     --synthetic-experts zipf:1,skew:2 --model mixtral-8x7b --devices 4
 contains "$tmp/err" 'unknown key "skew"' "a bad synthetic spec named"
+# balance data: four samples of one document each on 2 ranks x 2 micro-batches of 1f1b p=2.
+printf '100\n400\n200\n300\n' >"$tmp/samples.txt"
+expect 0 "balance data --json" -- "$bin" balance data --samples "$tmp/samples.txt" --dp 2 -m 2 \
+    --cost a=0,c=1,d=0 -p 2 --json
+contains "$tmp/out" '{"assignment":[[' "balance data: the assignment"
+contains "$tmp/out" '"baseline_step_time":' "balance data: the baseline"
+expect 0 "balance data text" -- "$bin" balance data --samples "$tmp/samples.txt" --dp 2 -m 2 \
+    --cost a=0,c=1,d=0 -p 2
+contains "$tmp/out" "gain +" "balance data: the gain"
+printf '100\n4,-1\n' >"$tmp/bad-samples.txt"
+expect 2 "balance data negative length" -- "$bin" balance data --samples "$tmp/bad-samples.txt" \
+    --dp 1 -m 2 --cost a=0,c=1,d=0
+contains "$tmp/err" "line 2, column 3: document length -1 is out of range" "negative length named"
+printf '100\n4;5\n' >"$tmp/bad-samples.txt"
+expect 2 "balance data malformed line" -- "$bin" balance data --samples "$tmp/bad-samples.txt" \
+    --dp 1 -m 2 --cost a=0,c=1,d=0
+contains "$tmp/err" 'line 2, column 1: "4;5" is not a document length' "malformed line named"
+: >"$tmp/empty.txt"
+expect 2 "balance data empty file" -- "$bin" balance data --samples "$tmp/empty.txt" --dp 1 -m 1 \
+    --cost a=0,c=1,d=0
+contains "$tmp/err" "no samples: the file is empty" "empty samples file named"
+expect 2 "balance data without a cost" -- "$bin" balance data --samples "$tmp/samples.txt" \
+    --dp 2 -m 2
+contains "$tmp/err" "needs the sample model" "missing cost named"
+expect 2 "balance data bad cost" -- "$bin" balance data --samples "$tmp/samples.txt" --dp 2 \
+    -m 2 --cost a=0,c=-1,d=0
+contains "$tmp/err" 'c must be a finite number >= 0; got "-1"' "bad cost named"
+expect 2 "balance data uneven batch" -- "$bin" balance data --samples "$tmp/samples.txt" --dp 3 \
+    -m 1 --cost a=0,c=1,d=0
+contains "$tmp/err" "4 samples do not fill dp 3 x 1 micro-batches" "uneven batch named"
+expect 0 "balance data with a model" -- "$bin" balance data --samples "$tmp/samples.txt" --dp 2 \
+    -m 2 --model llama3-8b --hardware h100-sxm --json
+contains "$tmp/out" '"step_time":' "balance data with a model: the step time"
 expect 2 "unknown command" -- "$bin" frobnicate
 expect 0 "list" -- "$bin" list
 contains "$tmp/out" "Interleaved1F1B" "list shows PyTorch aliases"

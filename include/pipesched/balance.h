@@ -97,7 +97,8 @@ typedef struct ps_data_config {
     int32_t dp;           /* data-parallel ranks, >= 1 */
     int32_t microbatches; /* micro-batch slots per rank, >= 1 */
     int32_t mbs;          /* samples per micro-batch slot, >= 1 */
-    int64_t max_evals;    /* simulations the local search may run; 0 = 1000000 */
+    int64_t max_evals;    /* simulations the search may run; 0 = 3e5 / (1 + A / 50) for a
+                             schedule of A actions (about 0.3 s), at least 1000 */
 } ps_data_config;
 
 typedef struct ps_data_result {

@@ -207,6 +207,14 @@ static int eval_all(bal *b, double *step)
     return 0;
 }
 
+static double step_of(const bal *b)
+{
+    double step = 0;
+    for (int32_t r = 0; r < b->D; r++)
+        step = b->mk[r] > step ? b->mk[r] : step;
+    return step;
+}
+
 static void fill_loads(bal *b)
 {
     size_t slots = (size_t)b->D * b->M;
@@ -311,6 +319,85 @@ out:
     ps__free(b->al, total, (size_t)b->D, sizeof *total);
     ps__free(b->al, cnt, (size_t)b->D, sizeof *cnt);
     ps__free(b->al, tmp, (size_t)b->M * b->B, sizeof *tmp);
+    return rc;
+}
+
+/*
+ * Rank r's samples (sorted ascending in o) arranged with light ends: the shortest B samples to
+ * slot 0, the next B to slot M-1, then slots 1, M-2, ... for `ends` slots on each side; the
+ * rest by longest processing time over the middle slots (each to the lightest one with room).
+ */
+static void light_ends(bal *b, int32_t r, const by_time *o, int32_t ends, int32_t *fill)
+{
+    size_t per = (size_t)b->M * b->B, x = 0;
+    int32_t *src = b->at + (size_t)r * per;
+    double *load = b->load + (size_t)r * b->M;
+    for (int32_t j = 0; j < b->M; j++)
+        load[j] = 0, fill[j] = 0;
+    for (int32_t q = 0; q < 2 * ends; q++) {
+        int32_t pos = q % 2 == 0 ? q / 2 : b->M - 1 - q / 2;
+        for (int32_t k = 0; k < b->B; k++, x++) {
+            src[(size_t)pos * b->B + k] = o[x].i;
+            load[pos] += b->t[o[x].i];
+        }
+        fill[pos] = b->B;
+    }
+    for (size_t y = per; y-- > x;) {
+        int32_t j = -1;
+        for (int32_t q = ends; q < b->M - ends; q++)
+            if (fill[q] < b->B && (j < 0 || load[q] < load[j]))
+                j = q;
+        src[(size_t)j * b->B + fill[j]++] = o[y].i;
+        load[j] += b->t[o[y].i];
+    }
+}
+
+/*
+ * Each rank's arrangement with light ends: a pipeline's warm-up runs its first micro-batch
+ * through every stage and its cool-down its last one, so those two are on the critical path
+ * more than the others; the middle stays balanced (a steady phase whose neighbours differ waits
+ * on the heavier). One to three light slots on each side are simulated, and the best of them
+ * and of the balanced slots of lpt() is kept for the rank. mk must hold every rank's makespan.
+ */
+static int arrange(bal *b)
+{
+    size_t per = (size_t)b->M * b->B;
+    by_time *o = ps__alloc(b->al, per, sizeof *o);
+    int32_t *keep = ps__alloc(b->al, per, sizeof *keep);
+    int32_t *fill = ps__alloc(b->al, (size_t)b->M, sizeof *fill);
+    double *keep_load = ps__alloc(b->al, (size_t)b->M, sizeof *keep_load);
+    int rc = 0;
+    if (!o || !keep || !fill || !keep_load) {
+        rc = PS_ENOMEM;
+        goto out;
+    }
+    int32_t most = b->M / 2 < 3 ? b->M / 2 : 3;
+    for (int32_t r = 0; r < b->D; r++) {
+        int32_t *src = b->at + (size_t)r * per;
+        double *load = b->load + (size_t)r * b->M;
+        for (size_t x = 0; x < per; x++)
+            o[x].t = -b->t[src[x]], o[x].i = src[x];
+        qsort(o, per, sizeof *o, cmp_desc); /* ascending time */
+        for (int32_t ends = 1; ends <= most; ends++) {
+            memcpy(keep, src, per * sizeof *keep);
+            memcpy(keep_load, load, (size_t)b->M * sizeof *keep_load);
+            light_ends(b, r, o, ends, fill);
+            double v;
+            if ((rc = eval_rank(b, r, &v)))
+                goto out;
+            if (v < b->mk[r]) {
+                b->mk[r] = v;
+            } else {
+                memcpy(src, keep, per * sizeof *keep);
+                memcpy(load, keep_load, (size_t)b->M * sizeof *keep_load);
+            }
+        }
+    }
+out:
+    ps__free(b->al, o, per, sizeof *o);
+    ps__free(b->al, keep, per, sizeof *keep);
+    ps__free(b->al, fill, (size_t)b->M, sizeof *fill);
+    ps__free(b->al, keep_load, (size_t)b->M, sizeof *keep_load);
     return rc;
 }
 
@@ -500,6 +587,76 @@ static int improve(bal *b)
     return rc;
 }
 
+/* A deterministic generator for the kicks (xorshift64). */
+static uint64_t next_rand(uint64_t *s)
+{
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return *s;
+}
+
+/* Kicks of the iterated local search: more for small batches, where a local optimum is most
+ * often not the global one and a search costs little; none from 1024 samples up. */
+static int kicks_for(size_t n)
+{
+    return n <= 16 ? 48 : n <= 128 ? 16 : n < 1024 ? 4 : 0;
+}
+
+/*
+ * Iterated local search: from the best assignment so far, a kick (two swaps of random samples
+ * in different slots) and the local search again; the better of the two is kept. A swap on
+ * the slowest rank only cannot leave some local optima (a better assignment may need two
+ * ranks to change at once); the kicks do. The generator's seed is fixed, so the result is
+ * reproducible.
+ */
+static int iterate(bal *b)
+{
+    int kicks = kicks_for(b->n);
+    if (!kicks || b->D * b->M < 2)
+        return 0;
+    size_t slots = (size_t)b->D * b->M;
+    int32_t *best_at = ps__alloc(b->al, b->n, sizeof *best_at);
+    double *best_load = ps__alloc(b->al, slots, sizeof *best_load);
+    double *best_mk = ps__alloc(b->al, (size_t)b->D, sizeof *best_mk);
+    int rc = 0;
+    if (!best_at || !best_load || !best_mk) {
+        rc = PS_ENOMEM;
+        goto out;
+    }
+    memcpy(best_at, b->at, b->n * sizeof *best_at);
+    memcpy(best_load, b->load, slots * sizeof *best_load);
+    memcpy(best_mk, b->mk, (size_t)b->D * sizeof *best_mk);
+    double best = step_of(b);
+    uint64_t seed = 0x2545f4914f6cdd1dULL;
+    for (int k = 0; k < kicks && b->evals < b->max_evals; k++) {
+        for (int q = 0; q < 2; q++) {
+            size_t x = (size_t)(next_rand(&seed) % b->n), y = (size_t)(next_rand(&seed) % b->n);
+            if (x / (size_t)b->B == y / (size_t)b->B)
+                continue;
+            swap_samples(b, x, y);
+        }
+        memset(b->clean, 0, (size_t)b->D);
+        double step;
+        if ((rc = eval_all(b, &step)) || (rc = improve(b)))
+            goto out;
+        step = step_of(b);
+        if (better(step, best)) {
+            best = step;
+            memcpy(best_at, b->at, b->n * sizeof *best_at);
+            memcpy(best_load, b->load, slots * sizeof *best_load);
+            memcpy(best_mk, b->mk, (size_t)b->D * sizeof *best_mk);
+        } else {
+            memcpy(b->at, best_at, b->n * sizeof *best_at);
+            memcpy(b->load, best_load, slots * sizeof *best_load);
+            memcpy(b->mk, best_mk, (size_t)b->D * sizeof *best_mk);
+        }
+    }
+out:
+    ps__free(b->al, best_at, b->n, sizeof *best_at);
+    ps__free(b->al, best_load, slots, sizeof *best_load);
+    ps__free(b->al, best_mk, (size_t)b->D, sizeof *best_mk);
+    return rc;
+}
+
 /* The durations of micro-batch 0 over its path at weight 1 (its forwards and backwards), which
  * the weights are scaled by: a micro-batch of time T then computes T over all its stages. */
 static int unit_time(bal *b, double *out)
@@ -592,7 +749,6 @@ int ps_balance_data(const ps_problem *pb, const double *times, size_t n, const p
     b.n = n;
     b.t = times;
     b.err = err, b.errlen = errlen;
-    b.max_evals = cfg->max_evals ? cfg->max_evals : 1000000;
     size_t slots = (size_t)b.D * b.M;
     b.at = ps__alloc(b.al, n, sizeof *b.at);
     b.load = ps__alloc(b.al, slots, sizeof *b.load);
@@ -626,6 +782,14 @@ int ps_balance_data(const ps_problem *pb, const double *times, size_t n, const p
         goto out;
     }
     b.scale = 1 / unit;
+    /* The default budget: a simulation costs about 1 us plus 20 ns an action (bench/), so
+     * this is some 0.3 s of one core whatever the size; deterministic, unlike a clock. */
+    double acts = (double)ps_schedule_total_actions(b.s);
+    double budget = 3e5 / (1 + acts / 50);
+    b.max_evals = cfg->max_evals ? cfg->max_evals
+                                 : (int64_t)(budget < 1000  ? 1000
+                                             : budget > 1e6 ? 1e6
+                                                            : budget);
 
     baseline(&b);
     if ((rc = eval_all(&b, &out->baseline_step_time)))
@@ -635,11 +799,12 @@ int ps_balance_data(const ps_problem *pb, const double *times, size_t n, const p
         rc = ps__seterr_n(err, errlen, rc, "out of memory");
         goto out;
     }
-    if ((rc = eval_all(&b, &out->lpt_step_time)) || (rc = improve(&b)))
+    if ((rc = eval_all(&b, &out->lpt_step_time)) || (rc = arrange(&b)))
         goto out;
-    double step = 0;
-    for (int32_t r = 0; r < b.D; r++)
-        step = b.mk[r] > step ? b.mk[r] : step;
+    out->lpt_step_time = step_of(&b);
+    if ((rc = improve(&b)) || (rc = iterate(&b)))
+        goto out;
+    double step = step_of(&b);
     if (step < out->baseline_step_time) {
         write_out(&b, rank, slot);
         out->step_time = step;

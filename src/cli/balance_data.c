@@ -203,7 +203,8 @@ static int balance_data_main(const cli_opts *o)
         ex = cli_report("balance data", PS_ENOMEM, NULL);
         goto out;
     }
-    ps_data_config cfg = {(int32_t)o->dp, (int32_t)o->m, (int32_t)mbs, 0};
+    ps_data_config cfg = {(int32_t)o->dp, (int32_t)o->m, (int32_t)mbs,
+                          o->max_evals > 0 ? o->max_evals : 0};
     ps_data_result r;
     char err[ERR_LEN] = "";
     int rc = ps_balance_data(pb, times, n, &cfg, rank, slot, &r, err, sizeof err);

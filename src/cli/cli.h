@@ -49,7 +49,7 @@ typedef struct cli_opts {
     int no_prune;
     /* balance data (balance_data.c) */
     const char *samples, *sample_cost;
-    long long dp;
+    long long dp, max_evals;
 
     /* balance experts (balance_experts.c) */
     const char *load, *synthetic_experts, *from_placement;

@@ -455,6 +455,12 @@ const cli_option cli_options[] = {
      .help = "a sample's predicted time a·Σℓ² + c·Σℓ + d over its\n"
              "document lengths ℓ",
      .doc = "With `--model` (and `--hardware`) the keys given replace the model's."},
+    {.name = "max-evals",
+     INT(max_evals, 1, 1LL << 40),
+     .metavar = "N",
+     .def = "3·10⁵ / (1 + actions / 50): about 0.3 s",
+     .commands = BALANCE_DATA,
+     .help = "simulations the search may run (its time: a few us each)"},
 
     /* balance experts (docs/balance.md) */
     {.name = "load",
