@@ -322,8 +322,8 @@ PS__HOT void sim_step(ps_sim *sim, rank_state *rs, int32_t r, int64_t i, const p
 {
     const ps_schedule *s = sim->s;
     double t = rs->free, d = fast_duration(sim, a);
-    if (sim->mb_weight)
-        d = weighted_duration(sim, a, d);
+    if (sim->mb_weight) /* a fused pair weighs its parts apart (weighted_duration) */
+        d = a->kind != PS_FB ? d * sim->mb_weight[a->mb] : weighted_duration(sim, a, d);
     size_t m = (size_t)s->m;
     int64_t live = rs->live;
     if (dep[0] >= 0) {
