@@ -137,8 +137,7 @@ static int bench_weights(int runs)
            "%d runs\n",
            acts, runs, REPS);
     for (int k = 0; k < 3; k++)
-        printf("%-18s %6.2f ns/action  (%.2fx no weights)\n", names[k], best[k],
-               best[k] / best[0]);
+        printf("%-18s %6.2f ns/action  (%.2fx no weights)\n", names[k], best[k], best[k] / best[0]);
     ps_sim_free(sim);
     ps_schedule_free(s);
     ps_problem_free(pb);
