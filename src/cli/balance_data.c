@@ -245,7 +245,7 @@ const cli_command cli_cmd_balance_data = {
              "to a data-parallel rank and a micro-batch slot so that the step time, the slowest\n"
              "replica's simulated pipeline, is shortest: each slot is a micro-batch whose weight\n"
              "is its samples' predicted time a·Σℓ² + c·Σℓ + d. Longest processing time first,\n"
-             "then swaps judged by the simulation (docs/balance.md).",
+             "then swaps judged by the simulation (docs/balance-data.md).",
     .option_help = {{"json", "the assignment, step times and gain as JSON (docs/balance.md)"}},
     .run = balance_data_main,
 };

@@ -91,7 +91,7 @@ const cli_option cli_options[] = {
      .letter = 'm',
      INT(m, 1, PS_MAX_MICROBATCHES),
      .metavar = "N",
-     .def = "8; check: from the file",
+     .def = "8; check: from the file; balance data: required",
      .commands = INPUT_COMMANDS " " BALANCE_DATA,
      .help = "micro-batches per iteration"},
     {.name = "group-size",
