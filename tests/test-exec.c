@@ -351,12 +351,15 @@ END_TEST
 
 /* ---- fidelity ------------------------------------------------------------------------------ */
 
-/* Relative makespan error of an emulated run of family/pp/vpp/m against the simulator. */
-static double fidelity(const char *family, int pp, int vpp, int m, double scale)
+/* Relative makespan error of an emulated run of family/pp/vpp/m against the simulator, with
+ * micro-batch weights w (m of them; NULL: none), which the emulation must time too. */
+static double fidelity(const char *family, int pp, int vpp, int m, const double *w, double scale)
 {
     ps_problem *pb;
     ps_schedule *s = make_schedule(family, pp, vpp, m, &pb);
     ck_assert_ptr_nonnull(s);
+    if (w)
+        ck_assert_int_eq(ps_problem_set_microbatch_weights(pb, w, (size_t)m), 0);
     ps_sim *sim;
     ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
     ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
@@ -400,11 +403,14 @@ static double fidelity(const char *family, int pp, int vpp, int m, double scale)
 
 START_TEST(exec_fidelity)
 {
+    static const double uneven[8] = {1, 2, 0.5, 1.5, 1, 0.25, 2, 1};
     static const struct {
         const char *family;
         int pp, vpp, m;
-    } cases[] = {{"1f1b", 2, 1, 8},  {"1f1b", 4, 1, 8},        {"gpipe", 4, 1, 8},
-                 {"zb-h1", 4, 1, 4}, {"interleaved", 4, 2, 4}, {"1f1b", 8, 1, 4}};
+        const double *w;
+    } cases[] = {{"1f1b", 2, 1, 8, NULL},  {"1f1b", 4, 1, 8, NULL},        {"gpipe", 4, 1, 8, NULL},
+                 {"zb-h1", 4, 1, 4, NULL}, {"interleaved", 4, 2, 4, NULL}, {"1f1b", 8, 1, 4, NULL},
+                 {"1f1b", 4, 1, 8, uneven}};
     /* 10 ms per cost unit: each run takes 0.15 to 0.33 s. The error is a fixed dispatch
      * latency per action on the critical path (tens of microseconds when the loop thread
      * must be woken), so longer actions make it relatively smaller. */
@@ -413,7 +419,8 @@ START_TEST(exec_fidelity)
      * milliseconds to the host. */
     double best = 1;
     for (int k = 0; k < 5 && best > 0.02; k++) {
-        double e = fidelity(cases[_i].family, cases[_i].pp, cases[_i].vpp, cases[_i].m, scale);
+        double e = fidelity(cases[_i].family, cases[_i].pp, cases[_i].vpp, cases[_i].m, cases[_i].w,
+                            scale);
         best = e < best ? e : best;
     }
     ck_assert_msg(best <= 0.02, "makespan error %.3f%% above 2%%", 100 * best);
@@ -935,7 +942,7 @@ static Suite *exec_suite(void)
     tc = tcase_create("exec_fidelity");
     tcase_set_tags(tc, "timing");
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, exec_fidelity, 0, 6);
+    tcase_add_loop_test(tc, exec_fidelity, 0, 7);
     suite_add_tcase(s, tc);
     return s;
 }
