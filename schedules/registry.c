@@ -107,6 +107,29 @@ int ps_family_get(size_t i, ps_family_info *out)
     return 0;
 }
 
+/* The vpp of a problem that leaves it at 0. */
+static int default_vpp(const ps__family *f)
+{
+    return f->fixed_vpp ? f->fixed_vpp : 1;
+}
+
+int ps_family_params_get(size_t i, ps_family_params *out)
+{
+    if (i >= ps__nfamilies || !out)
+        return PS_EINVAL;
+    const ps__family *f = &ps__families[i];
+    /* Indexed by PS__OPT_*: the names of the configuration keys (docs/config.md). */
+    static const char *const options[] = {"", "group_size", "extra_warmup,split_backward",
+                                          "group_size,extra_warmup,split_backward"};
+    _Static_assert(PS__OPT_GROUP == 1 && PS__OPT_ADAPTIVE == 2, "options[] follows PS__OPT_*");
+    out->vpp = f->fixed_vpp;
+    out->default_vpp = default_vpp(f);
+    out->model_copies = f->placement == PS__PLACE_BIDIR ? 2 : 1;
+    out->cost_aware = f->costs;
+    out->options = options[f->options & 3];
+    return 0;
+}
+
 /* Case-insensitive comparison where '-' and '_' are the same character. */
 static int name_eq(const char *a, size_t an, const char *b)
 {
@@ -175,7 +198,7 @@ typedef struct gen_size {
 /* Sizes beyond the documented limits are refused before anything is allocated. */
 static int check_limits(ps_schedule *s, const ps__family *f, const ps_problem *pb, gen_size *z)
 {
-    z->v = pb->vpp ? pb->vpp : (f->fixed_vpp ? f->fixed_vpp : 1);
+    z->v = pb->vpp ? pb->vpp : default_vpp(f);
     if (f->fixed_vpp && z->v != f->fixed_vpp)
         return ps__seterr(s->err, PS_EUNSUPPORTED, "%s needs vpp = %d; got vpp=%lld", f->name,
                           f->fixed_vpp, z->v);

@@ -493,6 +493,72 @@ START_TEST(schedule_costs_flag)
 }
 END_TEST
 
+/* What ps_family_params_get says a family takes is what generation accepts: hand-checked values
+ * for a few families, then, for every family, an optional parameter outside its list is refused
+ * naming that parameter, and a vpp other than a required one is refused. */
+START_TEST(schedule_family_params)
+{
+    ps_family_params fp;
+    ps_family_info fi;
+    ck_assert_int_eq(ps_family_params_get(ps_family_count(), &fp), PS_EINVAL);
+    ck_assert_int_eq(ps_family_params_get(0, NULL), PS_EINVAL);
+    struct {
+        const char *name, *options;
+        int vpp, default_vpp, copies, cost_aware;
+    } known[] = {{"1f1b", "", 1, 1, 1, 0},
+                 {"interleaved", "group_size", 0, 1, 1, 0},
+                 {"zb-v", "", 2, 2, 1, 0},
+                 {"zb-auto", "", 0, 1, 1, 1},
+                 {"dualpipe", "", 1, 1, 2, 0},
+                 {"adaptive", "group_size,extra_warmup,split_backward", 0, 1, 1, 0}};
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        int i = ps_family_lookup(known[k].name, NULL);
+        ck_assert_int_ge(i, 0);
+        ck_assert_int_eq(ps_family_params_get((size_t)i, &fp), 0);
+        ck_assert_str_eq(fp.options, known[k].options);
+        ck_assert_int_eq(fp.vpp, known[k].vpp);
+        ck_assert_int_eq(fp.default_vpp, known[k].default_vpp);
+        ck_assert_int_eq(fp.model_copies, known[k].copies);
+        ck_assert_int_eq(fp.cost_aware, known[k].cost_aware);
+    }
+    static const struct {
+        const char *key;
+        ps_param param;
+        long long value;
+    } opts[] = {{"group_size", PS_PARAM_GROUP_SIZE, 4},
+                {"extra_warmup", PS_PARAM_EXTRA_WARMUP, 1},
+                {"split_backward", PS_PARAM_SPLIT_BACKWARD, 1}};
+    for (size_t i = 0; i < ps_family_count(); i++) {
+        ck_assert_int_eq(ps_family_get(i, &fi), 0);
+        ck_assert_int_eq(ps_family_params_get(i, &fp), 0);
+        for (size_t k = 0; k < 3; k++) {
+            ps_problem *pb = make_problem(fi.name, 4, fp.default_vpp, 8, 1, 1, 1, 0);
+            ck_assert_int_eq(ps_problem_set_int(pb, opts[k].param, opts[k].value), 0);
+            ps_schedule *s;
+            ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+            int rc = ps_schedule_generate(s, pb);
+            if (strstr(fp.options, opts[k].key))
+                ck_assert_msg(rc == 0, "%s with %s: %s", fi.name, opts[k].key,
+                              ps_schedule_last_error(s));
+            else
+                ck_assert_msg(
+                    rc == PS_EUNSUPPORTED && strstr(ps_schedule_last_error(s), opts[k].key),
+                    "%s with %s: %d %s", fi.name, opts[k].key, rc, ps_schedule_last_error(s));
+            ps_schedule_free(s);
+            ps_problem_free(pb);
+        }
+        if (fp.vpp) {
+            ps_problem *pb = make_problem(fi.name, 4, fp.vpp + 1, 8, 1, 1, 1, 0);
+            ps_schedule *s;
+            ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+            ck_assert_int_eq(ps_schedule_generate(s, pb), PS_EUNSUPPORTED);
+            ps_schedule_free(s);
+            ps_problem_free(pb);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("schedule");
@@ -507,6 +573,7 @@ int main(void)
     tcase_add_test(tc, schedule_rejections_explain);
     tcase_add_test(tc, schedule_limits_refused_before_allocation);
     tcase_add_test(tc, schedule_registry_lookup);
+    tcase_add_test(tc, schedule_family_params);
     tcase_add_test(tc, schedule_pytorch_interleaved_alias);
     tcase_add_test(tc, schedule_stage_costs_must_match);
     tcase_add_test(tc, schedule_null_arguments);

@@ -264,6 +264,20 @@ PS_EXTERN int ps_family_get(size_t i, ps_family_info *out);
 /* Finds a family by name or alias, case-insensitively. Returns its index or PS_ENOTFOUND. */
 PS_EXTERN int ps_family_lookup(const char *name, ps_family_info *out);
 
+/* The parameters of a family beyond pp and microbatches: what it requires and what it takes. */
+typedef struct ps_family_params {
+    int vpp;             /* the vpp it requires (2 for the V families), 0 when any vpp goes */
+    int default_vpp;     /* the vpp it uses when the problem leaves vpp at 0 */
+    int model_copies;    /* 2 when every rank holds two copies of the model (DualPipe), else 1 */
+    int cost_aware;      /* 1: its schedule changes with the problem's costs and memory */
+    const char *options; /* the optional parameters it takes, comma-separated, by their
+                            configuration names ("group_size", "extra_warmup,split_backward");
+                            "" for none. The others are refused with PS_EUNSUPPORTED. Static. */
+} ps_family_params;
+
+/* Fills *out with the parameters of family i. PS_EINVAL when i is out of range or out NULL. */
+PS_EXTERN int ps_family_params_get(size_t i, ps_family_params *out);
+
 /* ---------------------------------------------------------------------------------------------
  * Schedule: p ordered action lists, the stage -> rank placement and the micro-batch paths.
  */
