@@ -95,7 +95,10 @@ class Action:
 
     ``str(a)`` is PyTorch's action notation: ``0F1``, ``2I0``, ``2W0``, ``1SEND_F3``,
     ``(0F7;7B3)OVERLAP_F_B``. The attributes of PyTorch's ``_Action`` are there too
-    (``stage_index``, ``computation_type``, ``microbatch_index``, ``sub_actions``).
+    (``stage_index``, ``computation_type``, ``microbatch_index``, ``sub_actions``). Two
+    actions are equal when their notation is (an action also equals its string); rank and
+    chunk do not take part. A transfer parsed from a string has ``peer_stage`` None: the
+    notation leaves it implied.
     """
 
     __slots__ = ("kind", "stage", "mb", "peer_stage", "forward", "backward", "rank", "chunk")
@@ -156,7 +159,7 @@ class Action:
     def _key(self):
         if self.kind == "FB":
             return ("FB", self.forward._key(), self.backward._key())
-        return (self.kind, self.stage, self.mb, self.peer_stage)
+        return (self.kind, self.stage, self.mb)
 
     def __eq__(self, other):
         if isinstance(other, Action):
@@ -188,7 +191,7 @@ def _from_fields(kind, bkind, stage, mb, bstage, bmb, rank=None, chunk_of=None):
                       chunk=fwd.chunk)
     if name in _COMPUTE:
         return Action(name, stage, mb, rank=rank, chunk=chunk_of and chunk_of[stage])
-    return Action(name, stage, mb, peer_stage=bstage, rank=rank,
+    return Action(name, stage, mb, peer_stage=bstage if bstage >= 0 else None, rank=rank,
                   chunk=chunk_of and chunk_of[stage])
 
 
@@ -424,6 +427,7 @@ class Schedule:
         self.problem = problem
         self._ranks = None
         self._lowered = None
+        self._twin = None
         self._chunk_of = None
 
     @classmethod
@@ -513,16 +517,39 @@ class Schedule:
                 for r in range(self.pp)]
         return self._ranks
 
+    def _lowered_twin(self):
+        """A lowered copy of this schedule. Lowering changes what a schedule exports (its
+        table and JSON show the lowered lists), so this one stays as generated, as
+        ``pipesched generate`` leaves it for every format but csv-comms. The copy is the
+        family regenerated from the problem, or, for a table read from CSV (or a cost-aware
+        family whose costs changed since), the CSV read back."""
+        if self._twin is None:
+            twin = None
+            if C["ps_schedule_is_lowered"](self._h):
+                return self
+            if self.family != "custom":
+                twin = Schedule._generate(self.problem, False)
+                if twin.to_csv() != self.to_csv() or twin.placement != self.placement:
+                    twin = None
+            if twin is None:
+                twin = load_csv(self.to_csv(), self.microbatches, validate=False)
+                if twin.placement != self.placement or len(self.paths) > 1:
+                    raise _error("EINTERNAL", "cannot copy this schedule to lower it")
+            _check(C["ps_schedule_lower"](twin._h), lambda: twin.last_error)
+            self._twin = twin
+        return self._twin
+
     def lowered(self):
         """Each rank's list with the transfers (SEND_F, RECV_F, SEND_B, RECV_B) placed as
-        PyTorch's lowering places them (the sender puts the receive on its peer). Lowers the
-        schedule on first use (Error EDEADLOCK when impossible)."""
+        PyTorch's lowering places them (the sender puts the receive on its peer). Error
+        EDEADLOCK when impossible. The schedule itself stays unlowered (a lowered copy holds
+        these lists), so its other exports stay those of ``pipesched generate``."""
         if self._lowered is None:
-            _check(C["ps_schedule_lower"](self._h), lambda: self.last_error)
+            twin = self._lowered_twin()
             chunk_of = self.chunk_of
             self._lowered = [
-                _read_actions(C["ps_schedule_lowered_actions"](self._h, r),
-                              C["ps_schedule_lowered_length"](self._h, r), r, chunk_of)
+                _read_actions(C["ps_schedule_lowered_actions"](twin._h, r),
+                              C["ps_schedule_lowered_length"](twin._h, r), r, chunk_of)
                 for r in range(self.pp)]
         return self._lowered
 
@@ -532,10 +559,9 @@ class Schedule:
         if fmt not in FORMATS:
             raise _error("EINVAL", "unknown format %r; the formats: %s"
                          % (fmt, ", ".join(FORMATS)))
-        if fmt == "csv-comms":
-            self.lowered()
+        h = self._lowered_twin()._h if fmt == "csv-comms" else self._h
         write, result = _write_collector()
-        rc = C["ps_export"](self._h, sim._h if sim else None, FORMATS[fmt], write, None)
+        rc = C["ps_export"](h, sim._h if sim else None, FORMATS[fmt], write, None)
         _check(rc, lambda: "%s export: %s" % (fmt, "needs a simulation"
                                                if rc == ERROR_CODES["EINVAL"] and sim is None
                                                else text(C["ps_strerror"](rc))))
