@@ -371,7 +371,7 @@ class Problem:
     @property
     def has_moe(self):
         """True when the problem carries a MoE model (its durations come from the planner)."""
-        return C["ps_problem_get_moe"](self._h, None) == 0
+        return C["ps_problem_get_moe"](self._h, ctypes.byref(_lib.MoeModel())) == 0
 
     @property
     def a2a(self):

@@ -225,11 +225,21 @@ def _word(knob, value):
     return text(buf.value)
 
 
+def _typed(knob, value):
+    """A knob's value as Python has it: the sizes as int, the distributed optimizer as bool,
+    the others as their words ("interleaved", "full", "fp8", "hierarchical")."""
+    word = _word(knob, value)
+    if knobs()[knob] == "distributed-optimizer":
+        return bool(value)
+    return int(word) if word.isdigit() else word
+
+
 TuneRow = namedtuple("TuneRow", "index knobs step_time_s tokens_per_s_per_gpu mfu peak_gib "
                      "dp microbatches bubble_s exposed_s gap gap_s")
 TuneRow.__doc__ = """One configuration of the search: index (its candidate number), knobs (a
-dict of knob -> word: schedule names, "full", "fp8", numbers), the estimate's figures and the
-dominant gap (what the step spends most on besides compute) with its seconds."""
+dict by knob name: the sizes as int, "distributed-optimizer" as bool, the others as words:
+"interleaved", "full", "fp8", "hierarchical"), the estimate's figures and the dominant gap
+(what the step spends most on besides compute) with its seconds."""
 
 
 class Tune:
@@ -292,7 +302,7 @@ class Tune:
             r = _lib.TuneRow()
             _check(getter(h, i, ctypes.byref(r)))
             e = r.result
-            return TuneRow(r.index, {names[k]: _word(k, r.config.knob[k])
+            return TuneRow(r.index, {names[k]: _typed(k, r.config.knob[k])
                                      for k in range(_lib.KNOBS)},
                            e.step_time_s, e.tokens_per_s_per_gpu, e.mfu, e.peak_gib, e.dp,
                            e.microbatches, e.bubble_s, dict(zip(_COMM, e.exposed_s)),

@@ -1,0 +1,142 @@
+"""The MoE planner, estimate and tune against the command line; the version; the drawings."""
+
+import doctest
+import json
+import re
+import unittest
+
+import pipesched
+from common import cli, needs_viz, source
+
+EST = dict(gpus=64, tp=4, pp=4, vpp=5, cp=2, gbs=128, mbs=1, seq=8192,
+           distributed_optimizer=True)
+EST_ARGS = ["--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", 64, "--tp", 4, "--pp",
+            4, "--vpp", 5, "--cp", 2, "--gbs", 128, "--mbs", 1, "--seq", 8192,
+            "--distributed-optimizer"]
+
+
+class Version(unittest.TestCase):
+    def test_version_is_the_projects(self):
+        with open(source("meson.build")) as f:
+            declared = re.search(r"version\s*:\s*'([^']+)'", f.read()).group(1)
+        self.assertEqual(pipesched.__version__, declared)
+        self.assertEqual(cli("--version").decode().split()[-1], declared)
+
+    def test_docstring_session(self):
+        """The session in the package's docstring runs as written."""
+        failures, tried = doctest.testmod(pipesched, verbose=False)
+        self.assertGreater(tried, 3)
+        self.assertEqual(failures, 0)
+
+
+class Plan(unittest.TestCase):
+    def test_plan_matches_cli(self):
+        cfg = source("docs", "examples", "deepseek-v3.json")
+        out = json.loads(cli("plan", "--config", cfg, "--json"))
+        p = pipesched.plan(cfg)
+        pair = out["pair"]
+        self.assertEqual((p.fstage, p.bstage), (pair["forward_stage"], pair["backward_stage"]))
+        for key in ("duration", "compute", "comm", "exposed", "overlap", "p2p"):
+            self.assertAlmostEqual(getattr(p, key), pair[key], places=9)
+        self.assertEqual([(o.op, o.stream, o.part, o.layer) for o in p.ops],
+                         [(o["op"], o["stream"], o["part"], o["layer"]) for o in pair["ops"]])
+        warm = pipesched.plan(cfg, bstage=-1)
+        self.assertAlmostEqual(warm.duration, out["warmup"]["duration"], places=9)
+        for c in out["compare"]:
+            self.assertAlmostEqual(pipesched.plan(cfg, method=c["method"]).duration,
+                                   c["duration"], places=9)
+        problem = pipesched.Problem(config=cfg)
+        self.assertEqual(problem.a2a["chosen"], out["a2a"]["chosen"])
+        self.assertEqual(problem.a2a["flat"]["inter_bytes"], out["a2a"]["flat"]["inter_bytes"])
+
+    def test_plan_errors(self):
+        with self.assertRaises(pipesched.Error) as e:
+            pipesched.plan(None, family="1f1b")
+        self.assertEqual(e.exception.code, pipesched.ENOTFOUND)
+        self.assertIn("MoE model", str(e.exception))
+        with self.assertRaises(pipesched.Error) as e:
+            pipesched.plan(source("docs", "examples", "deepseek-v3.json"), method="greedy")
+        self.assertIn("adaptive", str(e.exception))
+
+
+class Estimate(unittest.TestCase):
+    def test_estimate_matches_cli(self):
+        e = pipesched.estimate("llama3-70b", "h100-sxm", **EST)
+        out = json.loads(cli("estimate", *EST_ARGS, "--json"))
+        for key in ("step_time_s", "tokens_per_s_per_gpu", "mfu", "bubble_s", "dp",
+                    "microbatches"):
+            self.assertEqual(getattr(e, key), out[key], key)
+        self.assertEqual(e.exposed_s, out["exposed_s"])
+        self.assertEqual(e.peak_gib, out["memory"]["peak_gib"])
+        self.assertEqual([m.total for m in e.memory],
+                         [r["total_gib"] for r in out["memory"]["ranks"]])
+        self.assertEqual(e.schedule.family, "interleaved")
+        self.assertEqual(len(e.stage_layers), 4 * 5)
+        self.assertEqual(sum(s["layers"] for s in e.stage_layers), 80)
+        self.assertAlmostEqual(e.simulation.makespan + e.optimizer_s, e.step_time_s, delta=0.5)
+        self.assertIn("traceEvents", e.to_trace())
+        self.assertEqual(len(e.schedule.ranks), 4)
+        same = pipesched.estimate(config=source("docs", "examples", "estimate-llama3-70b.json"))
+        self.assertEqual(same.step_time_s, e.step_time_s)
+
+    def test_estimate_errors_name_the_key(self):
+        with self.assertRaises(pipesched.Error) as e:
+            pipesched.estimate("llama3-70b", "h100-sxm", gpus=64, tp=3, pp=4, gbs=128, seq=8192)
+        self.assertEqual(e.exception.code, pipesched.ECONFIG)
+        self.assertIn("tp", str(e.exception))
+        with self.assertRaises(pipesched.Error) as e:
+            pipesched.estimate("llama3-70b", "h100-sxm", gpus=64, tpp=4)
+        self.assertIn("tpp", str(e.exception))
+        with self.assertRaises(pipesched.Error):
+            pipesched.estimate("no-such-model", "h100-sxm", gpus=8)
+
+
+class Tune(unittest.TestCase):
+    def test_tune_matches_cli(self):
+        args = ["--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", 8, "--gbs", 16,
+                "--seq", 4096, "--top", 3, "--threads", 1, "--fix", "tp=1",
+                "--allow", "schedule=1f1b,zb-v"]
+        out = json.loads(cli("tune", *args, "--json"))
+        t = pipesched.tune("llama3-8b", "h100-sxm", gpus=8, gbs=16, seq=4096, top=3, threads=1,
+                           fix={"tp": 1}, allow={"schedule": ["1f1b", "zb-v"]})
+        self.assertEqual(len(t.top), len(out["top"]))
+        for mine, theirs in zip(t.top, out["top"]):
+            self.assertEqual(mine.index, theirs["index"])
+            self.assertEqual(mine.step_time_s, theirs["step_time_s"])
+            self.assertEqual(mine.knobs, theirs["knobs"])
+        for key in ("candidates", "rejected", "simulated", "fitting"):
+            self.assertEqual(t.stats[key], out["search"][key])
+        self.assertTrue(all(r.knobs["schedule"] in ("1f1b", "zb-v") for r in t.top))
+
+    def test_tune_errors(self):
+        with self.assertRaises(pipesched.Error) as e:
+            pipesched.tune("llama3-8b", "h100-sxm", gpus=8, gbs=16, seq=4096,
+                           fix={"tensor": 2})
+        self.assertIn("tp", str(e.exception))
+        with self.assertRaises(pipesched.Error):
+            pipesched.tune("llama3-8b", "h100-sxm", gpus=8, gbs=16, seq=4096,
+                           fix={"tp": 2}, max={"tp": 4})
+
+
+@needs_viz
+class Drawings(unittest.TestCase):
+    def test_timeline_and_dag(self):
+        s = pipesched.generate("1f1b", pp=2, microbatches=3)
+        svg = s.svg()
+        self.assertTrue(svg.lstrip().startswith("<?xml") or "<svg" in svg[:400])
+        titles = set(re.findall(r"<title>(r\d+\.\d+)</title>", svg))
+        self.assertEqual(titles, {"r%d.%d" % (r, i) for r in range(2) for i in range(6)})
+        dag = s.simulate().svg("dag")
+        self.assertEqual(len(re.findall(r"<title>r\d+\.\d+</title>", dag)), 12)
+        with self.assertRaises(pipesched.Error) as e:
+            s.svg(max_boxez=3)
+        self.assertIn("max_boxes", str(e.exception))
+
+    def test_overlap(self):
+        p = pipesched.plan(source("docs", "examples", "deepseek-v3.json"))
+        svg = p.svg(title="pair")
+        self.assertEqual(len(re.findall(r"<title>op\d+</title>", svg)), len(p.ops))
+
+
+if __name__ == "__main__":
+    unittest.main()
