@@ -35,6 +35,9 @@ class Error(Exception):
         return "pipesched.Error(%s, %r)" % (self.name, self.message)
 
 
+Error.__module__ = "pipesched"  # tracebacks say pipesched.Error, the name users catch
+
+
 def _codes():
     codes = {}
     for code in range(-1, -64, -1):

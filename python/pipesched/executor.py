@@ -64,6 +64,9 @@ class ExecError(Error):
         self.result = result
 
 
+ExecError.__module__ = "pipesched"
+
+
 class Task:
     """One piece of host work: a compute action, or one end of a transfer.
 
@@ -202,7 +205,7 @@ class Executor:
         if compute is None and not emulate:
             raise _error("EINVAL", "the executor needs a compute callable (or emulate=True)")
         self.schedule = schedule
-        self._compute = _per_rank(compute, "compute")
+        self._compute_fns = [_per_rank(compute, "compute")(r) for r in range(schedule.pp)]
         self._send = _per_rank(send, "send")
         self._recv = _per_rank(recv, "recv")
         self._on_event = on_event
@@ -221,6 +224,7 @@ class Executor:
         self._time_scale = float(time_scale)
         self._unit = float(unit) if unit else (self._time_scale if emulate else 1.0)
         self._lock = threading.Lock()
+        self._exec_complete = self._L.ps_exec_complete
         self._closed = False
         self._x = None
         self._started = False
@@ -252,8 +256,12 @@ class Executor:
             self._fail(e)
             return 1
         if pending is None:
-            if task._state == 0:
-                self._complete(task, None)
+            # The work ended as the callable returned (the common case, inlined: one lock,
+            # one call into the library).
+            with self._lock:
+                if task._state == 0:
+                    task._state = 2
+                    self._exec_complete(self._x, task.token, 0)
             return 0
         with self._lock:
             task._state = max(task._state, 1)
@@ -275,7 +283,7 @@ class Executor:
             k = self._next[rank]
             self._next[rank] = k + 1
             task = Task(self, token, rank, self._lists[rank][k])
-            fn = self._compute(rank)
+            fn = self._compute_fns[rank]
             if fn is None:
                 self._fail(LookupError("no compute callable for rank %d" % rank))
                 return 1
@@ -340,7 +348,7 @@ class Executor:
                            else RuntimeError("%r failed: %r" % (task, error)))
             if self._closed:
                 return
-            self._L.ps_exec_complete(self._x, task.token, 0 if error is None else 1)
+            self._exec_complete(self._x, task.token, 0 if error is None else 1)
 
     # ---- running --------------------------------------------------------------------------
 
