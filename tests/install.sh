@@ -2,9 +2,12 @@
 # The installed tree: `meson install` staged with --destdir gives a pipesched that runs without
 # LD_LIBRARY_PATH (its run path is relative to the program, $ORIGIN), the headers and the
 # pkg-config files the README's "Install" section names.
-# Usage: install.sh MESON BUILD_DIR PREFIX BINDIR LIBDIR INCLUDEDIR
+# With the Python package, also the package in site-packages with a _build_info.py naming the
+# installed libraries.
+# Usage: install.sh MESON BUILD_DIR PREFIX BINDIR LIBDIR INCLUDEDIR [PYTHON PY_INSTALL_DIR]
 set -u
 meson=$1 build=$2 prefix=$3 bindir=$4 libdir=$5 includedir=$6
+python=${7:-} pydir=${8:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
@@ -40,5 +43,16 @@ inc=$root$(abs "$includedir")/pipesched
 check "header pipesched.h installed" test -f "$inc/pipesched.h"
 check "header model.h installed" test -f "$inc/model.h"
 check "pkg-config file pipesched.pc installed" test -f "$root$(abs "$libdir")/pkgconfig/pipesched.pc"
+if [ -n "$python" ]; then
+    pkg=$root$pydir/pipesched
+    check "python package installed" test -f "$pkg/__init__.py" -a -f "$pkg/executor.py"
+    check "its _build_info.py names the installed library" \
+        grep -q "^CORE_LIBRARY = \"$(abs "$libdir")/libpipesched\.so" "$pkg/_build_info.py"
+    # Staged, the recorded paths do not exist yet: the package asks the loader for the soname,
+    # which LD_LIBRARY_PATH points at the staged libraries.
+    check "the installed package imports and simulates" env PYTHONPATH="$root$pydir" \
+        LD_LIBRARY_PATH="$root$(abs "$libdir")" "$python" -c 'import pipesched
+assert pipesched.generate("1f1b").simulate().makespan == 33.0'
+fi
 echo "install: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
