@@ -68,4 +68,5 @@ __all__ = [
     "Schedule", "Simulation", "Task", "Timed", "Tune", "TuneRow", "estimate", "execute",
     "families", "family", "generate", "hardware_presets", "has_executor", "has_viz", "knobs",
     "load_csv", "models", "plan", "tune",
-] + list(ERROR_CODES)
+]
+__all__ += list(ERROR_CODES)

@@ -666,8 +666,9 @@ def load_csv(source, microbatches=0, format="auto", validate=True):
     formats = {"auto": 0, "compute_only": 1, "compute_comms": 2}
     if format not in formats:
         raise _error("EINVAL", "format must be one of %s; got %r" % (", ".join(formats), format))
-    if isinstance(source, str) and ("," in source or "\n" in source):
-        data = source
+    if isinstance(source, str) and ("," in source or "\n" in source
+                                    or not os.path.exists(source)):
+        data = source  # a table (a file name has no comma or newline, and exists)
     else:
         with open(os.fspath(source), encoding="utf-8", newline="") as fh:
             data = fh.read()

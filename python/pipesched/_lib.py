@@ -376,7 +376,8 @@ class VizConfig(Structure):
 
 
 ExecActionCb = CFUNCTYPE(c_int, c_void_p, POINTER(Action), c_int, c_uint64, c_void_p)
-ExecEventCb = CFUNCTYPE(None, c_void_p, c_int, c_int64, POINTER(Action), c_double, c_double, c_void_p)
+ExecEventCb = CFUNCTYPE(None, c_void_p, c_int, c_int64, POINTER(Action), c_double, c_double,
+                        c_void_p)
 ExecDoneCb = CFUNCTYPE(None, c_void_p, c_int, c_void_p)
 ExecCloseCb = CFUNCTYPE(None, c_void_p, c_void_p)
 # libuv's callbacks of the loop the package owns (executor.py): a timer and a close.

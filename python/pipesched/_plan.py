@@ -4,7 +4,7 @@ import ctypes
 from collections import namedtuple
 
 from . import _lib
-from ._core import ERROR_CODES, Error, Problem, _check, _error
+from ._core import Problem, _check, _error
 from ._lib import C, text
 
 PLANNERS = ("adaptive", "mindspeed", "megatron", "serial")
@@ -110,5 +110,3 @@ def plan(config=None, method="adaptive", fstage=None, bstage=None, backward="B",
     problem = Problem(family, config=config, **options)
     return plan_step(problem, method, fstage, bstage, backward, stages)
 
-
-__all__ = ["PLANNERS", "Plan", "PlanOp", "plan", "Error", "ERROR_CODES"]
