@@ -2,7 +2,8 @@
 # The test setups do what tests/meson.build's comments say. A test's own environment wins
 # over its setup's (meson merges the setup's first), so the valgrind setup's CK_FORK=no
 # reaches a test only when the test sets no CK_FORK itself: no test the setup runs may set
-# one, and the setup leaves out the suites its comment leaves out (timing, slow, cli, mpi).
+# one, and the setup leaves out the suites its comment leaves out (timing, slow, cli, mpi,
+# python).
 # usage: setups.sh MESON BUILDDIR
 set -eu
 meson=$1 build=$2
@@ -11,7 +12,7 @@ names=$("$meson" test -C "$build" --no-rebuild --setup=valgrind --list 2>/dev/nu
     sed 's|.* / ||')
 for t in $names; do
     case $t in
-    exec-fidelity | cli | sweep | zbauto | mpi | mpi-*)
+    exec-fidelity | cli | sweep | zbauto | mpi | mpi-* | python)
         echo "FAIL: the valgrind setup runs $t"
         fail=1
         ;;
