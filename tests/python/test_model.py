@@ -2,7 +2,9 @@
 
 import doctest
 import json
+import os
 import re
+import tempfile
 import unittest
 
 import pipesched
@@ -21,6 +23,26 @@ class Version(unittest.TestCase):
             declared = re.search(r"version\s*:\s*'([^']+)'", f.read()).group(1)
         self.assertEqual(pipesched.__version__, declared)
         self.assertEqual(cli("--version").decode().split()[-1], declared)
+
+    def test_guide_sessions(self):
+        """The sessions of docs/python.md's sections 2 and 3 print what the guide shows."""
+        with open(source("docs", "python.md")) as f:
+            text = f.read()
+        text = text[text.index("## 2."):text.index("## 4.")]
+        # A fence closes a block: to doctest it is the end of the expected output.
+        text = "\n".join("" if line.startswith("```") else line for line in text.splitlines())
+        test = doctest.DocTestParser().get_doctest(text, {}, "docs/python.md", None, 0)
+        self.assertGreater(len(test.examples), 15)
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+        with tempfile.TemporaryDirectory() as d:
+            cwd = os.getcwd()
+            os.chdir(d)
+            try:
+                runner.run(test)
+            finally:
+                os.chdir(cwd)
+            self.assertTrue(os.path.exists(os.path.join(d, "sched.csv")))
+        self.assertEqual(runner.failures, 0)
 
     def test_docstring_session(self):
         """The session in the package's docstring runs as written."""
