@@ -612,8 +612,8 @@ static double fit(const selection *s, double *p)
                         intra[] = {0.25, 0.5, 0.8}, moe[] = {0, 2000, 4000};
     int dropless = 0;
     for (int i = 0; i < s->n; i++)
-        dropless |= selected(s, &s->rows[i]) && s->rows[i].m.experts > 0 &&
-                    !s->rows[i].t.moe_token_drop;
+        dropless |=
+            selected(s, &s->rows[i]) && s->rows[i].m.experts > 0 && !s->rows[i].t.moe_token_drop;
     int n_moe = dropless ? 3 : 1;
     double top[N_STARTS][N_PARAMS], top_e[N_STARTS];
     for (int k = 0; k < N_STARTS; k++)
@@ -1040,8 +1040,9 @@ int main(int argc, char **argv)
                 if (strcmp(argv[i], gpu_map[h].gpu) == 0)
                     only = h;
             if (only < 0) {
-                fprintf(stderr, "pipesched-calibrate: --only %s: not a GPU with a preset "
-                                "(A100, H100-SXM, B200, GB200)\n",
+                fprintf(stderr,
+                        "pipesched-calibrate: --only %s: not a GPU with a preset "
+                        "(A100, H100-SXM, B200, GB200)\n",
                         argv[i]);
                 return 2;
             }

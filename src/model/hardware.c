@@ -72,7 +72,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 25,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.83, 0.08, 384, 1, 0.525, 0)},
+     CALIBRATED(0.8775, 0.065, 536, 1, 0.5938, 0)},
     {.name = "h100-sxm",
      .peak_tflops_bf16 = 989,
      .peak_tflops_fp8 = 1979,
@@ -83,7 +83,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.815, 0.2, 288, 0.7124, 1, 1875)},
+     CALIBRATED(0.7325, 0.23, 24, 0.7063, 1, 3875)},
     /* H100 with NVLink cut to 400 GB/s both ways (export version). */
     {.name = "h800",
      .peak_tflops_bf16 = 989,
@@ -118,7 +118,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.94, 0.16, 192, 0.2, 0.6, 2000)},
+     CALIBRATED(1, 0.15, 640, 0.2, 0.45, 3000)},
     /* GB200 NVL72: the rack figures divided by its 72 GPUs; the "node" is the NVLink domain. */
     {.name = "gb200",
      .peak_tflops_bf16 = 2500,
@@ -130,7 +130,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.8925, 0.17, 1768, 0.3375, 1, 0)},
+     CALIBRATED(0.865, 0.15, 312, 0.3, 0.8, 0)},
     /* Atlas 800T A2: 8 NPUs joined by HCCS, one 200 Gb/s RoCE port each. FP16 peak, no FP8. */
     {.name = "ascend-910b",
      .peak_tflops_bf16 = 320,
