@@ -14,25 +14,38 @@
 
 #define PS__ERRLEN 4096
 
+/*
+ * The internal functions that libpipesched-exec, the executor's own library (src/exec/), calls
+ * in libpipesched: the shared library exports them next to its API so that the executor, and
+ * with it libuv, can live in a library of its own that only `pipesched run` loads. They are
+ * no API: the two libraries come from one build (libpipesched-exec needs the libpipesched of
+ * its own version). Nothing in the static copy (PS_STATIC) changes.
+ */
+#if defined(__GNUC__) && !defined(PS_STATIC)
+#define PS__SIBLING __attribute__((visibility("default")))
+#else
+#define PS__SIBLING
+#endif
+
 /* ---- allocation (alloc.c) ------------------------------------------------------------------ */
 
 /* Fills *dst from src, or with the default realloc/free allocator when src is NULL. */
-void ps__alloc_init(ps_allocator *dst, const ps_allocator *src);
+PS__SIBLING void ps__alloc_init(ps_allocator *dst, const ps_allocator *src);
 /* n * size bytes, or NULL (also on overflow). */
-void *ps__alloc(const ps_allocator *a, size_t n, size_t size);
+PS__SIBLING void *ps__alloc(const ps_allocator *a, size_t n, size_t size);
 /* Same, zero-filled. */
-void *ps__calloc(const ps_allocator *a, size_t n, size_t size);
+PS__SIBLING void *ps__calloc(const ps_allocator *a, size_t n, size_t size);
 /* Resizes p from on to nn elements of size bytes; NULL on failure (p untouched). */
 void *ps__realloc(const ps_allocator *a, void *p, size_t on, size_t nn, size_t size);
 /* Frees p, which holds n elements of size bytes (NULL allowed). */
-void ps__free(const ps_allocator *a, void *p, size_t n, size_t size);
+PS__SIBLING void ps__free(const ps_allocator *a, void *p, size_t n, size_t size);
 char *ps__strdup(const ps_allocator *a, const char *s);
 void ps__strfree(const ps_allocator *a, char *s);
 
 /* ---- error strings -------------------------------------------------------------------------- */
 
 /* vsnprintf into buf (size PS__ERRLEN); returns code so callers can `return ps__err(...)`. */
-int ps__seterr(char *buf, int code, const char *fmt, ...)
+PS__SIBLING int ps__seterr(char *buf, int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -45,7 +58,7 @@ int ps__seterr_n(char *err, size_t errlen, int code, const char *fmt, ...)
 #endif
     ;
 /* Appends to buf (bounded); says "..." once the buffer is full. */
-void ps__adderr(char *buf, const char *fmt, ...)
+PS__SIBLING void ps__adderr(char *buf, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
@@ -295,7 +308,7 @@ extern const size_t ps__nfamilies;
 int ps__action_parse_why(const char *s, size_t len, ps_action *out, size_t *err_col,
                          const char **why);
 /* Writes the action string of a into buf (at least 64 bytes). */
-void ps__action_str(const ps_action *a, char *buf, size_t n);
+PS__SIBLING void ps__action_str(const ps_action *a, char *buf, size_t n);
 
 /* The factor by which the micro-batch weights scale action a's duration in sim (1 without
  * weights; a fused pair's weighted duration over its unweighted one). a must be an action of
@@ -303,7 +316,7 @@ void ps__action_str(const ps_action *a, char *buf, size_t n);
 double ps__sim_scale(const ps_sim *sim, const ps_action *a);
 /* The simulator's cost c (or another ps_cost) and the schedule its timeline belongs to. */
 double ps__sim_cost(const ps_sim *sim, int which);
-const ps_schedule *ps__sim_schedule(const ps_sim *sim);
+PS__SIBLING const ps_schedule *ps__sim_schedule(const ps_sim *sim);
 /* The planned operations of action a when sim ran with a MoE model (NULL, *n = 0, otherwise):
  * times relative to the action's start, layers relative to the first layer of the part's
  * stage, which first_layer[part] receives. */
@@ -325,6 +338,7 @@ void ps__sim_forget_plans(ps_sim *sim);
 /* Replaces sim's timeline (which must be current) by start/end / unit, indexed like the
  * schedule's action array, and recomputes busy times and metrics (the executor's measured
  * run). Peaks are kept. PS_ESTATE when sim holds no current timeline. */
-int ps__sim_set_timeline(ps_sim *sim, const double *start, const double *end, double unit);
+PS__SIBLING int ps__sim_set_timeline(ps_sim *sim, const double *start, const double *end,
+                                     double unit);
 
 #endif /* PS_INTERNAL_H */

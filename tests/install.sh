@@ -39,6 +39,17 @@ if "$bin" --help 2>/dev/null | grep -q '^ *draw '; then
     check "the drawing is an SVG" grep -q '<svg' "$tmp/t.svg"
     check "simulate loads no Graphviz" sh -c "! env -u LD_LIBRARY_PATH LD_DEBUG=libs '$bin' simulate 2>&1 >/dev/null | grep -q 'libgvc\|libpipesched-viz'"
 fi
+# run loads libpipesched-exec (and libuv) the same way; no other command loads libuv.
+if "$bin" --help 2>/dev/null | grep -q '^ *run '; then
+    check "installed program runs a schedule (dlopen of libpipesched-exec)" \
+        env -u LD_LIBRARY_PATH "$bin" run -s 1f1b -p 2 -m 2 --time-scale 0.0005
+    cp "$tmp/out" "$tmp/run.txt"
+    check "it measures" grep -q 'makespan error' "$tmp/run.txt"
+    check "simulate loads no libuv" sh -c "! env -u LD_LIBRARY_PATH LD_DEBUG=libs '$bin' simulate 2>&1 >/dev/null | grep -q 'libuv\|libpipesched-exec'"
+    check "header exec.h installed" test -f "$root$(abs "$includedir")/pipesched/exec.h"
+    check "pkg-config file pipesched-exec.pc installed" \
+        test -f "$root$(abs "$libdir")/pkgconfig/pipesched-exec.pc"
+fi
 inc=$root$(abs "$includedir")/pipesched
 check "header pipesched.h installed" test -f "$inc/pipesched.h"
 check "header model.h installed" test -f "$inc/model.h"

@@ -1,12 +1,14 @@
 /*
  * `pipesched run`: simulates a schedule, then executes it for real on a private libuv loop
  * with emulated compute (include/pipesched/exec.h), and prints the measured metrics next to
- * the simulated ones. meson compiles this file only when libuv is found.
+ * the simulated ones. meson compiles this file only when libuv is found. The executor's library
+ * (and libuv with it) is loaded on first use (exec_dl.h), so that the other commands start
+ * without it.
  * SPDX-License-Identifier: MIT
  */
 #include "cli.h"
 
-#include <pipesched/exec.h>
+#include "exec_dl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -163,6 +165,8 @@ static int run_main(const cli_opts *o)
     int ex = cli_job_open(&j, o, 1);
     if (!ex)
         ex = keep_prediction(o, j.s, j.sim, &p);
+    if (!ex && cli_exec_load())
+        ex = EXIT_INTERNAL;
     if (!ex)
         ex = execute(j.s, j.pb, scale, j.sim);
     if (!ex && o->trace)

@@ -87,22 +87,22 @@ typedef struct ps__engine {
     size_t rec_len, rec_cap;
 } ps__engine;
 
-int ps__engine_init(ps__engine *e, const ps_schedule *s, const ps__engine_ops *ops, void *ud,
-                    const ps_allocator *al);
-void ps__engine_destroy(ps__engine *e);
+PS__SIBLING int ps__engine_init(ps__engine *e, const ps_schedule *s, const ps__engine_ops *ops,
+                                void *ud, const ps_allocator *al);
+PS__SIBLING void ps__engine_destroy(ps__engine *e);
 /*
  * Marks the ranks with remote[r] != 0 as run elsewhere (remote is borrowed for the engine's
  * life). Such a rank is pinned as running, so the advance loop skips it without an extra test;
  * results addressed to it are handed to ops->transfer like any other, and ps__engine_describe()
  * calls it remote. Call before ps__engine_start().
  */
-void ps__engine_set_remote(ps__engine *e, const uint8_t *remote);
+PS__SIBLING void ps__engine_set_remote(ps__engine *e, const uint8_t *remote);
 /* Issues everything that can run now (and, with synchronous clocks, everything). */
-void ps__engine_start(ps__engine *e);
+PS__SIBLING void ps__engine_start(ps__engine *e);
 /* The action running on rank completed. */
-void ps__engine_complete(ps__engine *e, int32_t rank);
+PS__SIBLING void ps__engine_complete(ps__engine *e, int32_t rank);
 /* A transfer announced through ops->transfer arrived. */
-void ps__engine_deliver(ps__engine *e, int dir, int32_t stage, int32_t mb);
+PS__SIBLING void ps__engine_deliver(ps__engine *e, int dir, int32_t stage, int32_t mb);
 /* Number of completed actions. */
 int64_t ps__engine_done(const ps__engine *e);
 /* 1 when every action completed. */
@@ -116,7 +116,7 @@ int ps__engine_stuck(const ps__engine *e);
 void ps__engine_record(ps__engine *e, int32_t rank, int64_t n);
 /* Appends to buf (PS__ERRLEN) one line per rank: finished, running, or the blocked head
  * action and what it waits for. */
-void ps__engine_describe(const ps__engine *e, char *buf);
+PS__SIBLING void ps__engine_describe(const ps__engine *e, char *buf);
 
 /* ---- the core, inline ------------------------------------------------------------------ */
 
