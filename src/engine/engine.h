@@ -24,8 +24,11 @@
 
 #if defined(__GNUC__)
 #define PS__HOT static inline __attribute__((always_inline))
+/* A hint to fetch the cache line at p for reading (rw 0) or writing (rw 1); never faults. */
+#define ps__prefetch(p, rw) __builtin_prefetch((p), (rw), 3)
 #else
 #define PS__HOT static inline
+#define ps__prefetch(p, rw) ((void)(p), (void)(rw))
 #endif
 
 enum {
@@ -288,6 +291,10 @@ PS__HOT void ps__eng_advance(ps__engine *e, const ps__eng_view *vp, const ps__en
         i++;
     }
     e->cur[r] = i;
+    /* The other ranks run before this one is advanced again: fetch the line of actions after
+     * the one it stopped at now (the hardware's prefetcher follows a few streams, not one per
+     * rank), so that it waits in the cache then. */
+    ps__prefetch(&base[i] + 3, 0);
     if (e->rec_on && i > first) {
         if (e->rec_len + 2 <= e->rec_cap && i - first <= INT32_MAX) {
             e->rec[e->rec_len] = r;
