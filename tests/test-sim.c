@@ -1023,6 +1023,98 @@ START_TEST(sim_weights_errors)
     ps_sim_free(sim);
     ps_schedule_free(s);
     ps_schedule_free(t);
+static int sink(void *ud, const char *data, size_t len)
+{
+    (void)ud, (void)data, (void)len;
+    return 0;
+}
+
+/* Bytes the counting allocator holds once sim (keep: its timeline or not) ran s under pb. */
+static size_t sim_bytes(ps_schedule *s, ps_problem *pb, int keep)
+{
+    counting_alloc c = {0, 0, 0, 0};
+    ps_allocator al = counting_allocator(&c);
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, &al), 0);
+    ck_assert_int_eq(ps_sim_keep_timeline(sim, keep), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    size_t bytes = c.bytes;
+    ps_sim_free(sim);
+    ck_assert_int_eq(c.live, 0);
+    return bytes;
+}
+
+/* A run that keeps only the metrics: the same metrics (1F1B, p = 4, m = 8, f = 1, b + w = 2,
+ * c = 0: makespan (m + p - 1)(f + b + w) = 33; rank r starts at r f = r, ends its last
+ * backward at 33 - 2r, busy 8 x 3 = 24, so span 33 - 3r and idle 9 - 3r), no start or end
+ * times, the timed exports refused, and 16 bytes per action less. */
+START_TEST(sim_metrics_without_timeline)
+{
+    ps_problem *pb = make_problem("1f1b", 4, 1, 8, 1, 1, 1, 0);
+    ps_schedule *s;
+    ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+    ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+    ck_assert_int_eq(ps_schedule_validate(s), 0);
+    ck_assert_int_eq(ps_sim_keep_timeline(NULL, 0), PS_EINVAL);
+    ps_sim *sim;
+    ck_assert_int_eq(ps_sim_new(&sim, NULL), 0);
+    ck_assert_int_eq(ps_sim_keep_timeline(sim, 0), 0);
+    for (int pass = 0; pass < 2; pass++) { /* replayed order, then the engine's own */
+        if (pass == 1)
+            ck_assert_int_eq(ps_schedule_generate(s, pb), 0); /* drops the recorded order */
+        ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+        ps_metrics m;
+        ck_assert_int_eq(ps_sim_metrics(sim, &m), 0);
+        ck_assert_double_eq(m.makespan, 33);
+        ck_assert_double_eq(m.bubble, 9);
+        for (int r = 0; r < 4; r++) {
+            ps_rank_metrics rm;
+            ck_assert_int_eq(ps_sim_rank_metrics(sim, r, &rm), 0);
+            ck_assert_double_eq(rm.busy, 24);
+            ck_assert_double_eq(rm.span, 33 - 3 * r);
+            ck_assert_double_eq(rm.idle, 9 - 3 * r);
+        }
+        ck_assert_ptr_null(ps_sim_starts(sim, 0));
+        ck_assert_ptr_null(ps_sim_ends(sim, 3));
+        ck_assert_int_eq(ps_export(s, sim, PS_FORMAT_TRACE, sink, NULL), PS_ESTATE);
+        ck_assert_int_eq(ps_export(s, sim, PS_FORMAT_TABLE_TIMED, sink, NULL), PS_ESTATE);
+        ck_assert_int_eq(ps_export(s, sim, PS_FORMAT_JSON, sink, NULL), PS_ESTATE);
+        ck_assert_int_eq(ps_export(s, sim, PS_FORMAT_METRICS, sink, NULL), 0);
+        ck_assert_int_eq(ps_export(s, sim, PS_FORMAT_TABLE, sink, NULL), 0);
+        ck_assert_int_eq(ps_export(s, NULL, PS_FORMAT_JSON, sink, NULL), 0);
+    }
+    /* Kept again from the next run on. */
+    ck_assert_int_eq(ps_sim_keep_timeline(sim, 1), 0);
+    ck_assert_int_eq(ps_sim_run(sim, s, pb), 0);
+    ck_assert_double_eq(ps_sim_starts(sim, 1)[0], 1);
+    ck_assert_double_eq(ps_sim_ends(sim, 0)[15], 33);
+    ck_assert_int_eq(ps_export(s, sim, PS_FORMAT_TRACE, sink, NULL), 0);
+    ps_sim_free(sim);
+
+    /* The timeline is two doubles per action, of 64. */
+    ck_assert_int_eq(ps_schedule_validate(s), 0);
+    size_t with = sim_bytes(s, pb, 1), without = sim_bytes(s, pb, 0);
+    ck_assert_msg(with >= without + 2 * 8 * 64, "%zu bytes with the timeline, %zu without", with,
+                  without);
+
+    /* Every allocation of a metrics-only run can fail, and nothing leaks. */
+    for (long n = 1;; n++) {
+        counting_alloc c = {0, n, 0, 0};
+        ps_allocator al = counting_allocator(&c);
+        ps_sim *x;
+        if (ps_sim_new(&x, &al)) {
+            ck_assert_int_eq(c.live, 0);
+            continue;
+        }
+        ps_sim_keep_timeline(x, 0);
+        int rc = ps_sim_run(x, s, pb);
+        ps_sim_free(x);
+        ck_assert_int_eq(c.live, 0);
+        if (rc == 0)
+            break;
+        ck_assert_int_eq(rc, PS_ENOMEM);
+    }
+    ps_schedule_free(s);
     ps_problem_free(pb);
 }
 END_TEST
@@ -1088,6 +1180,7 @@ int main(void)
     tcase_add_test(tc, sim_critical_transfers_by_hand);
     tcase_add_loop_test(tc, sim_critical_transfers_bounds, 0, (int)ps_family_count());
     tcase_add_test(tc, sim_idle_never_negative);
+    tcase_add_test(tc, sim_metrics_without_timeline);
     suite_add_tcase(su, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, sim_errors);

@@ -150,7 +150,7 @@ PS_EXTERN int ps_exec_metrics(const ps_exec *x, double unit, ps_metrics *out);
  * ps_sim_metrics, ps_sim_rank_metrics, ps_sim_starts/ends and ps_export (trace, metrics)
  * describe the real run; peak activations and memory are kept (they depend only on each
  * rank's order, which the executor follows). PS_ESTATE when the run did not finish, some rank
- * is remote, or sim holds no timeline of this schedule.
+ * is remote, or sim holds no timeline of this schedule (none kept: ps_sim_keep_timeline).
  */
 PS_EXTERN int ps_exec_measured(const ps_exec *x, double unit, ps_sim *sim);
 

@@ -213,8 +213,11 @@ typedef struct cli_job {
     ps_sim *sim;
     unsigned defaulted; /* CLI_DEFAULT_* of cli_build_problem */
 } cli_job;
-/* common.c: generates and validates j->pb's schedule into j->s and, when simulate is set,
- * simulates it into j->sim. Reports a failure and returns the exit status. */
+/* What cli_job_run simulates: nothing, the run with its timeline, or only its metrics (16 bytes
+ * per action less, for the outputs that print no times: ps_sim_keep_timeline). */
+enum { CLI_SIM_NONE = 0, CLI_SIM_TIMELINE = 1, CLI_SIM_METRICS = 2 };
+/* common.c: generates and validates j->pb's schedule into j->s and, when simulate is set
+ * (CLI_SIM_*), simulates it into j->sim. Reports a failure and returns the exit status. */
 int cli_job_run(cli_job *j, int simulate);
 /* common.c: builds o's problem into *j (which it clears first), then cli_job_run. Returns the
  * exit status; free j with cli_job_free whatever it returns. */

@@ -161,11 +161,34 @@ int cli_make_schedule(const ps_problem *pb, ps_schedule **out)
     return EXIT_OK;
 }
 
+static int run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, int timeline,
+                   ps_sim **out)
+{
+    ps_sim *sim;
+    int rc = ps_sim_new(&sim, NULL);
+    if (rc)
+        return cli_report("simulate", rc, NULL);
+    ps_sim_keep_timeline(sim, timeline);
+    rc = ps_sim_run(sim, s, pb);
+    if (rc) {
+        int ex = cli_report(what, rc, ps_sim_last_error(sim));
+        ps_sim_free(sim);
+        return ex;
+    }
+    *out = sim;
+    return EXIT_OK;
+}
+
+int cli_run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, ps_sim **out)
+{
+    return run_sim(s, pb, what, 1, out);
+}
+
 int cli_job_run(cli_job *j, int simulate)
 {
     int ex = cli_make_schedule(j->pb, &j->s);
     if (!ex && simulate)
-        ex = cli_run_sim(j->s, j->pb, NULL, &j->sim);
+        ex = run_sim(j->s, j->pb, NULL, simulate != CLI_SIM_METRICS, &j->sim);
     return ex;
 }
 
@@ -184,22 +207,6 @@ void cli_job_free(cli_job *j)
     ps_sim_free(j->sim);
     ps_schedule_free(j->s);
     ps_problem_free(j->pb);
-}
-
-int cli_run_sim(const ps_schedule *s, const ps_problem *pb, const char *what, ps_sim **out)
-{
-    ps_sim *sim;
-    int rc = ps_sim_new(&sim, NULL);
-    if (rc)
-        return cli_report("simulate", rc, NULL);
-    rc = ps_sim_run(sim, s, pb);
-    if (rc) {
-        int ex = cli_report(what, rc, ps_sim_last_error(sim));
-        ps_sim_free(sim);
-        return ex;
-    }
-    *out = sim;
-    return EXIT_OK;
 }
 
 int cli_write_out(const char *path, int (*emit)(const void *arg, ps_write_fn write, void *ud),

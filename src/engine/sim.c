@@ -93,7 +93,7 @@ static int reserve(ps_sim *sim, const ps_schedule *s)
 {
     const ps_allocator *a = &sim->al;
     size_t sm = (size_t)s->nstages * (size_t)s->m;
-    if (s->acts_cap > sim->cap_acts &&
+    if (!sim->no_timeline && s->acts_cap > sim->cap_acts &&
         grow_pair(a, &sim->start, &sim->end, &sim->cap_acts, s->acts_cap))
         return PS_ENOMEM;
     if (sm > sim->cap_stage_mb &&
@@ -110,7 +110,7 @@ static int reserve(ps_sim *sim, const ps_schedule *s)
         sim->cap_step = n;
     }
     if (s->pp > sim->cap_pp) {
-        /* One block for the per-rank arrays: four of double, then three of int64. */
+        /* One block for the per-rank arrays: five of double, then three of int64. */
         size_t p = (size_t)s->pp;
         double *blk = ps__alloc(a, p * PS__SIM_PER_RANK, 8);
         if (!blk)
@@ -120,7 +120,8 @@ static int reserve(ps_sim *sim, const ps_schedule *s)
         sim->rank_busy = blk + p;
         sim->rank_mem = blk + 2 * p;
         sim->rank_mem_peak = blk + 3 * p;
-        sim->rank_live = (int64_t *)(void *)(blk + 4 * p);
+        sim->rank_first = blk + 4 * p;
+        sim->rank_live = (int64_t *)(void *)(blk + 5 * p);
         sim->rank_live_peak = sim->rank_live + p;
         sim->rank_cur = sim->rank_live_peak + p;
         sim->cap_pp = s->pp;
@@ -369,9 +370,13 @@ PS__HOT void sim_step(ps_sim *sim, rank_state *rs, int32_t r, int64_t i, const p
             sim->over_value = top;
         }
     }
-    size_t k = (size_t)(s->off[r] + i);
-    sim->start[k] = t;
-    sim->end[k] = e;
+    if (i == 0)
+        sim->rank_first[r] = t;
+    if (sim->timeline) {
+        size_t k = (size_t)(s->off[r] + i);
+        sim->start[k] = t;
+        sim->end[k] = e;
+    }
     rs->free = e;
     rs->busy += d;
 }
@@ -447,14 +452,17 @@ PS__HOT void replay(ps_sim *sim, const ps_schedule *s)
         /* Every other rank runs before this one runs again: fetch the lines its next run
          * reads and writes now (the hardware's prefetcher follows a few streams, not one per
          * rank), so that they wait in the cache instead of missing it then. */
-        size_t at = (size_t)(s->off[r] + i);
         ps__prefetch(&base[i] + 3, 0);
-        ps__prefetch(&sim->start[at] + 8, 1);
-        ps__prefetch(&sim->end[at] + 8, 1);
+        if (sim->timeline) {
+            size_t at = (size_t)(s->off[r] + i);
+            ps__prefetch(&sim->start[at] + 8, 1);
+            ps__prefetch(&sim->end[at] + 8, 1);
+        }
     }
 }
 
-/* Makespan, largest idle and bubble ratio of the timeline in start/end and busy. */
+/* Makespan, largest idle and bubble ratio from each rank's first start, last end and busy
+ * time. */
 static void compute_metrics(ps_sim *sim, const ps_schedule *s)
 {
     double makespan = 0.0, bubble = 0.0, busy = 0.0;
@@ -462,8 +470,8 @@ static void compute_metrics(ps_sim *sim, const ps_schedule *s)
         busy += sim->rank_busy[r];
         if (s->len[r] == 0)
             continue;
-        double last = sim->end[s->off[r] + s->len[r] - 1];
-        double span = last - sim->start[s->off[r]];
+        double last = sim->rank_free[r];
+        double span = last - sim->rank_first[r];
         if (last > makespan)
             makespan = last;
         if (span - sim->rank_busy[r] > bubble)
@@ -609,6 +617,7 @@ static void reset_ranks(ps_sim *sim, const ps_schedule *s)
 {
     for (int32_t r = 0; r < s->pp; r++) {
         sim->rank_free[r] = sim->rank_busy[r] = sim->rank_mem[r] = sim->rank_mem_peak[r] = 0.0;
+        sim->rank_first[r] = 0.0;
         sim->rank_live[r] = sim->rank_live_peak[r] = 0;
     }
 }
@@ -665,6 +674,7 @@ int ps_sim_run(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     if (rc)
         return ps__seterr(sim->err, rc, "out of memory for the simulation of %zu actions",
                           ps_schedule_total_actions(s));
+    sim->timeline = !sim->no_timeline;
     sim->moe = 0;
     if (pb->has_moe && (rc = ps__sim_moe_setup(sim, s, pb)))
         return rc;
@@ -707,7 +717,7 @@ int ps_sim_rank_metrics(const ps_sim *sim, int rank, ps_rank_metrics *out)
         return PS_EINVAL;
     out->busy = sim->rank_busy[rank];
     if (s->len[rank]) {
-        out->span = sim->end[s->off[rank] + s->len[rank] - 1] - sim->start[s->off[rank]];
+        out->span = sim->rank_free[rank] - sim->rank_first[rank];
     } else {
         out->span = 0.0;
     }
@@ -722,16 +732,24 @@ int ps_sim_rank_metrics(const ps_sim *sim, int rank, ps_rank_metrics *out)
     return 0;
 }
 
+int ps_sim_keep_timeline(ps_sim *sim, int keep)
+{
+    if (!sim)
+        return PS_EINVAL;
+    sim->no_timeline = !keep;
+    return 0;
+}
+
 const double *ps_sim_starts(const ps_sim *sim, int rank)
 {
-    if (!sim || !ps__sim_current(sim) || rank < 0 || rank >= sim->s->pp)
+    if (!sim || !ps__sim_current(sim) || !sim->timeline || rank < 0 || rank >= sim->s->pp)
         return NULL;
     return sim->start + sim->s->off[rank];
 }
 
 const double *ps_sim_ends(const ps_sim *sim, int rank)
 {
-    if (!sim || !ps__sim_current(sim) || rank < 0 || rank >= sim->s->pp)
+    if (!sim || !ps__sim_current(sim) || !sim->timeline || rank < 0 || rank >= sim->s->pp)
         return NULL;
     return sim->end + sim->s->off[rank];
 }
@@ -796,7 +814,7 @@ int ps__sim_critical_transfers(const ps_sim *sim, int64_t *transfers)
     if (!sim || !transfers)
         return PS_EINVAL;
     *transfers = 0;
-    if (!ps__sim_current(sim))
+    if (!ps__sim_current(sim) || !sim->timeline)
         return PS_ESTATE;
     const ps_schedule *s = sim->s;
     int32_t r = -1;
@@ -838,7 +856,7 @@ int ps__sim_critical_transfers(const ps_sim *sim, int64_t *transfers)
 
 int ps__sim_set_timeline(ps_sim *sim, const double *start, const double *end, double unit)
 {
-    if (!ps__sim_current(sim))
+    if (!ps__sim_current(sim) || !sim->timeline)
         return PS_ESTATE;
     const ps_schedule *s = sim->s;
     for (int32_t r = 0; r < s->pp; r++) {
@@ -849,6 +867,10 @@ int ps__sim_set_timeline(ps_sim *sim, const double *start, const double *end, do
             busy += sim->end[i] - sim->start[i];
         }
         sim->rank_busy[r] = busy;
+        if (s->len[r]) {
+            sim->rank_first[r] = sim->start[s->off[r]];
+            sim->rank_free[r] = sim->end[s->off[r] + s->len[r] - 1];
+        }
     }
     compute_metrics(sim, s);
     return 0;

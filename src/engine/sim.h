@@ -12,7 +12,7 @@
 
 #include "engine.h"
 
-#define PS__SIM_PER_RANK 7 /* 8-byte per-rank arrays: the rank_* members of ps_sim */
+#define PS__SIM_PER_RANK 8 /* 8-byte per-rank arrays: the rank_* members of ps_sim */
 
 /* A class of stages in MoE mode: its dense and MoE layer counts and the first layer of the
  * first stage it was found on, whose layers its plans are made on. */
@@ -60,18 +60,21 @@ struct ps_sim {
     double *step_dur, *step_mem;
     size_t cap_step;
 
-    /* Timeline, indexed like the schedule's action array. */
+    /* Timeline, indexed like the schedule's action array (kept unless no_timeline; timeline:
+     * the current run kept it). */
     double *start, *end;
     size_t cap_acts;
+    int no_timeline, timeline;
     /* End of F(s, j) and of its backward (I or B, or the parts of a fused pair), index
      * ps__sm(s, j): the times its consumers wait for. */
     double *fwd_end, *bwd_end;
     size_t cap_stage_mb;
 
-    /* Per rank, one block of PS__SIM_PER_RANK arrays (see reserve()): when the rank is free,
-     * its busy time, its memory and peak memory, its live activations and their peak, and the
-     * replay's cursor into its list. */
-    double *rank_free, *rank_busy, *rank_mem, *rank_mem_peak;
+    /* Per rank, one block of PS__SIM_PER_RANK arrays (see reserve()): when the rank is free
+     * (after the run: the end of its last action), its busy time, its memory and peak memory,
+     * the start of its first action, its live activations and their peak, and the replay's
+     * cursor into its list. The metrics come from them, not from the timeline. */
+    double *rank_free, *rank_busy, *rank_mem, *rank_mem_peak, *rank_first;
     int64_t *rank_live, *rank_live_peak, *rank_cur;
     int32_t cap_pp;
     ps_metrics metrics;

@@ -572,6 +572,9 @@ static int export_run(const ps_schedule *s, const ps_sim *sim, ps_format fmt,
         return PS_EINVAL;
     if (sim && ps__sim_schedule(sim) != s)
         return PS_ESTATE; /* no timeline, a stale one, or one of another schedule */
+    if (sim && (timed || fmt == PS_FORMAT_JSON) && fmt != PS_FORMAT_METRICS &&
+        !ps_sim_starts(sim, 0))
+        return PS_ESTATE; /* the run kept only the metrics (ps_sim_keep_timeline) */
     if (fmt == PS_FORMAT_CSV_COMMS && !s->lowered)
         return PS_EINVAL;
     int rc = fmt == PS_FORMAT_TRACE ? check_trace_options(s, opt) : 0;
