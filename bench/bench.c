@@ -2,12 +2,18 @@
  * pipesched benchmark: generate + validate + simulate.
  *
  *   pipesched-bench [--quick]
+ *   pipesched-bench --growth                 section 5 alone
+ *   pipesched-bench --one FAMILY PP VPP M N  N scenarios in one process, nothing printed but
+ *                                            the actions (bench/growth.sh counts their
+ *                                            instructions under callgrind)
  *
  * 1. pp16/vpp2/m64 interleaved: microseconds per scenario (median of batches) and scenarios
  *    per second on one core, then with one worker process per core.
  * 2. pp128/vpp8/m4096 interleaved: seconds and peak RSS, in a child process so that its RSS
  *    is its own.
  * 3. Cost per action across sizes 4x8 ... 128x4096 (nanoseconds per action, median).
+ * 5. Growth of the cost per action from pp16/vpp2/m64 to pp32/vpp4/m256 and pp128/vpp8/m4096
+ *    (interleaved) and from 16x64 to 128x4096 (1F1B): wall and CPU time, the ratios.
  * Figures are medians; compare ratios from one run, machines are noisy.
  * SPDX-License-Identifier: MIT
  */
@@ -19,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -310,11 +317,117 @@ static void bench_zero_bubble(int quick)
         }
 }
 
+/* CPU time of this process (user + system), seconds. */
+static double cpu_now(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+/*
+ * Section 5: the cost per action of generate + validate + simulate into reused handles, at
+ * the sizes issue 13 names, median of rounds of at least 4 M actions each (one scenario at
+ * pp128/vpp8/m4096), wall and CPU time; then each family's growth from its smallest size.
+ * The CPU time moves less with the machine's load than the wall time (a loaded machine takes
+ * the core away, it does not make the work longer), and bench/growth.sh adds the instruction
+ * counts, which do not move at all. The first scenario of each size (fresh pages) is left out.
+ */
+static void bench_growth(void)
+{
+    static const struct {
+        const char *family;
+        int pp, vpp, m;
+    } sizes[] = {{"interleaved", 16, 2, 64},
+                 {"interleaved", 32, 4, 256},
+                 {"interleaved", 128, 8, 4096},
+                 {"1f1b", 16, 1, 64},
+                 {"1f1b", 128, 1, 4096}};
+    enum { N = sizeof sizes / sizeof sizes[0], ROUNDS = 9 };
+    printf("growth of the cost per action (generate+validate+simulate, reused handles, median "
+           "of %d rounds\nthat take the sizes in turn):\n",
+           ROUNDS);
+    ctx c[N];
+    double n[N], w[N][ROUNDS], u[N][ROUNDS];
+    int reps[N];
+    for (size_t k = 0; k < N; k++) {
+        ctx_init(&c[k], sizes[k].family, sizes[k].pp, sizes[k].vpp, sizes[k].m);
+        scenario(&c[k]);
+        n[k] = (double)ps_schedule_total_actions(c[k].s);
+        reps[k] = n[k] < 4e6 ? (int)(4e6 / n[k]) : 1;
+    }
+    /* Round-robin, so that every size meets the machine's load of every moment alike. */
+    for (int r = 0; r < ROUNDS; r++)
+        for (size_t k = 0; k < N; k++) {
+            double t0 = now(), c0 = cpu_now();
+            for (int i = 0; i < reps[k]; i++)
+                scenario(&c[k]);
+            w[k][r] = (now() - t0) / reps[k] / n[k] * 1e9;
+            u[k][r] = (cpu_now() - c0) / reps[k] / n[k] * 1e9;
+        }
+    printf("  %-12s %-12s %10s %12s %12s %10s %10s\n", "family", "pp/vpp/m", "actions",
+           "wall ns/act", "cpu ns/act", "wall x", "cpu x");
+    double base_wall = 0, base_cpu = 0;
+    for (size_t k = 0; k < N; k++) {
+        double wm = median(w[k], ROUNDS), um = median(u[k], ROUNDS);
+        if (k == 0 || strcmp(sizes[k].family, sizes[k - 1].family)) {
+            base_wall = wm;
+            base_cpu = um;
+        }
+        char dims[32];
+        snprintf(dims, sizeof dims, "%d/%d/%d", sizes[k].pp, sizes[k].vpp, sizes[k].m);
+        printf("  %-12s %-12s %10.0f %12.1f %12.1f %9.2fx %9.2fx\n", sizes[k].family, dims, n[k],
+               wm, um, wm / base_wall, um / base_cpu);
+        ctx_free(&c[k]);
+    }
+}
+
+/* --one: n scenarios of one size in this process, for instruction counts (bench/growth.sh
+ * takes the difference between n = 2 and n = 1: one scenario into reused handles). */
+static int bench_one(const char *family, int pp, int vpp, int m, int n)
+{
+    ctx c;
+    ctx_init(&c, family, pp, vpp, m);
+    for (int i = 0; i < n; i++)
+        scenario(&c);
+    printf("%zu\n", ps_schedule_total_actions(c.s));
+    ctx_free(&c);
+    return 0;
+}
+
+/* The load average (1, 5, 15 minutes), printed with the figures: the machine's load moves
+ * every absolute figure. */
+static void print_load(const char *when)
+{
+    char buf[128] = "unknown";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f))
+            snprintf(buf, sizeof buf, "unknown");
+        fclose(f);
+    }
+    double a = 0, b = 0, c = 0;
+    if (sscanf(buf, "%lf %lf %lf", &a, &b, &c) == 3)
+        printf("load average %s: %.2f %.2f %.2f\n", when, a, b, c);
+    else
+        printf("load average %s: unknown\n", when);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 7 && !strcmp(argv[1], "--one"))
+        return bench_one(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+    if (argc == 2 && !strcmp(argv[1], "--growth")) {
+        print_load("at start");
+        bench_growth();
+        print_load("at end");
+        return 0;
+    }
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     if (argc > 1 && !quick) {
-        fprintf(stderr, "usage: pipesched-bench [--quick]\n");
+        fprintf(stderr, "usage: pipesched-bench [--quick | --growth | --one FAMILY PP VPP M N]\n");
         return 2;
     }
     print_load("at start");
@@ -325,6 +438,8 @@ int main(int argc, char **argv)
     bench_sizes(quick);
     print_load("after section 3");
     bench_zero_bubble(quick);
+    print_load("after section 4");
+    bench_growth();
     print_load("at end");
     return 0;
 }

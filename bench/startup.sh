@@ -5,7 +5,9 @@
 # runs keeps the timer's own cost out). Then the shared libraries the binary loads and, when
 # the C library supports it, the dynamic loader's own statistics (LD_DEBUG=statistics).
 # A third argument names another pipesched (another build's, e.g. of the commit before a
-# change), timed in the same loop: the before/after ratio then comes from one run.
+# change), timed in the same loop: the before/after ratio then comes from one run. With
+# valgrind installed, the instructions of one run of each (callgrind, the dynamic loader
+# included) end the report: the figure that the machine's load does not move.
 # Usage: bench/startup.sh [build-dir] [rounds] [other-pipesched]
 set -eu
 build=${1:-build}
@@ -71,4 +73,17 @@ stats=$(LD_DEBUG=statistics /bin/true 2>&1 >/dev/null |
 if [ -n "$stats" ]; then
     echo "the same for /bin/true:"
     echo "$stats" | sed 's/^[[:space:]]*[0-9]*:[[:space:]]*//; s/^/  /'
+fi
+if command -v valgrind >/dev/null 2>&1; then
+    ir() {
+        valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
+            sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
+    }
+    echo "instructions of one run (callgrind, dynamic loader included):"
+    printf '  %-44s %12s\n' "/bin/true" "$(ir /bin/true)"
+    printf '  %-44s %12s\n' "pipesched simulate -s 1f1b -p 4 -m 8" \
+        "$(ir "$bin" simulate -s 1f1b -p 4 -m 8)"
+    if [ -n "$other" ]; then
+        printf '  %-44s %12s\n' "$other (same command)" "$(ir "$other" simulate -s 1f1b -p 4 -m 8)"
+    fi
 fi
