@@ -396,25 +396,6 @@ static int bench_one(const char *family, int pp, int vpp, int m, int n)
     return 0;
 }
 
-/* The load average (1, 5, 15 minutes), printed with the figures: the machine's load moves
- * every absolute figure. */
-static void print_load(const char *when)
-{
-    char buf[128] = "unknown";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (!fgets(buf, sizeof buf, f))
-            snprintf(buf, sizeof buf, "unknown");
-        fclose(f);
-    }
-    double a = 0, b = 0, c = 0;
-    if (sscanf(buf, "%lf %lf %lf", &a, &b, &c) == 3)
-        printf("load average %s: %.2f %.2f %.2f\n", when, a, b, c);
-    else
-        printf("load average %s: unknown\n", when);
-    fflush(stdout);
-}
-
 int main(int argc, char **argv)
 {
     if (argc == 7 && !strcmp(argv[1], "--one"))

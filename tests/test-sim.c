@@ -1023,6 +1023,10 @@ START_TEST(sim_weights_errors)
     ps_sim_free(sim);
     ps_schedule_free(s);
     ps_schedule_free(t);
+    ps_problem_free(pb);
+}
+END_TEST
+
 static int sink(void *ud, const char *data, size_t len)
 {
     (void)ud, (void)data, (void)len;
