@@ -8,7 +8,8 @@
  */
 #include "common.h"
 
-#include "tune/tune_int.h" /* ps__space_build, ps__space_bounds: the bounds checked directly */
+#include "model/estimate.h" /* ps__estimate_bound */
+#include "tune/tune_int.h"     /* ps__space_build, ps__space_bounds: the bounds checked directly */
 
 #include <math.h>
 #include <pipesched/tune.h>
@@ -148,10 +149,24 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                                 t.recompute = rec, t.distributed_optimizer = dist,
                                                 t.a2a = a2a;
                                                 strcpy(t.schedule, fam[f]);
+                                                /* The strong bounds first, on the same handle:
+                                                 * the run after them must not notice. */
+                                                ps__estimate_lb elb;
+                                                int brc = ps__estimate_bound(e, m, hw, &t, &elb);
                                                 if (ps_estimate_run(e, m, hw, &t))
                                                     continue;
+                                                ck_assert_int_eq(brc, 0);
                                                 ps_estimate_result r;
                                                 ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+                                                ck_assert_msg(elb.step_s <= r.step_time_s *
+                                                                                (1 + 1e-12) &&
+                                                                  elb.mem_gib <=
+                                                                      r.peak_gib * (1 + 1e-12),
+                                                              "%s %s tp%d pp%d vpp%d: bounds %g s "
+                                                              "%g GiB above %g s %g GiB",
+                                                              m->name, fam[f], tp, pp, vpp,
+                                                              elb.step_s, elb.mem_gib,
+                                                              r.step_time_s, r.peak_gib);
                                                 /* The bounds: the static memory is the estimate's
                                                  * own, the step bound below it. */
                                                 ps_tune_config c = {{tp, cp, pp, ep, etp, vpp, f,
@@ -362,6 +377,111 @@ START_TEST(prune_same)
 }
 END_TEST
 
+/* ---- the bound on random configurations --------------------------------------------------- */
+
+/* A deterministic generator (xorshift64*), so that a failure names a reproducible case. */
+static uint64_t rng_next(uint64_t *x)
+{
+    *x ^= *x >> 12, *x ^= *x << 25, *x ^= *x >> 27;
+    return *x * 2685821657736338717ULL;
+}
+
+static int pick(uint64_t *x, int n)
+{
+    return (int)(rng_next(x) % (uint64_t)n);
+}
+
+static double uniform(uint64_t *x, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(rng_next(x) >> 11) / 9007199254740992.0;
+}
+
+/*
+ * Whatever the model, the machine and the setup, the step-time and memory bounds that prune the
+ * search are at most the simulated step time and peak memory: random models (dense, GQA, MoE,
+ * 2 to 24 layers), random hardware (peaks, bandwidths, latencies, efficiencies, overhead) and
+ * random setups of every family the search tries (pp up to 8, vpp as the family takes, up to 48
+ * micro-batches, recompute, the distributed optimizer, both overlaps on or off, the all-to-all
+ * algorithm, first and last stage layer counts). Each family must have been checked on many
+ * simulated configurations, or the test proves little.
+ */
+START_TEST(bound_random)
+{
+    static const char *const fam[] = {"1f1b",   "interleaved", "zb-h1",    "zb-h2",     "zb-v",
+                                      "v-half", "v-min",       "dualpipe", "dualpipev", "adaptive"};
+    enum { CASES = 8000 };
+    int checked[10] = {0};
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    ps_estimate *e;
+    ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+    for (int n = 0; n < CASES; n++) {
+        int kind = pick(&x, 3);
+        ps_transformer m = kind == 0 ? dense_model() : kind == 1 ? gqa_model() : moe_model();
+        m.layers = 2 + pick(&x, 23);
+        if (m.experts)
+            m.first_dense = pick(&x, 3) < m.layers ? pick(&x, 3) : 0;
+        ps_hardware hw = small_hw();
+        hw.hbm_gib = 1000;
+        hw.peak_tflops_bf16 = uniform(&x, 20, 2000), hw.hbm_gbps = uniform(&x, 100, 5000);
+        hw.intra_gbps = uniform(&x, 5, 500), hw.inter_gbps = uniform(&x, 1, 100);
+        hw.lat_intra_us = uniform(&x, 0, 20), hw.lat_inter_us = uniform(&x, 0, 50);
+        hw.gemm_eff = uniform(&x, 0.2, 1), hw.attn_eff = uniform(&x, 0.1, 1);
+        hw.mem_eff = uniform(&x, 0.2, 1), hw.gemm_half_dim = pick(&x, 2) ? 0 : 512;
+        hw.overhead_gib = uniform(&x, 0, 2);
+        int f = pick(&x, 10);
+        ps_train t;
+        ps_train_init(&t);
+        t.pp = 1 + pick(&x, 8);
+        if (!strcmp(fam[f], "dualpipe") && t.pp % 2)
+            t.pp++;
+        t.vpp = f == 1 ? 2 + pick(&x, 3) : f == 9 ? 1 + pick(&x, 3) : (f >= 4 && f != 7) ? 2 : 1;
+        if (pick(&x, 2)) /* most draws split evenly, as the search does */
+            m.layers = t.pp * t.vpp * (1 + pick(&x, 3));
+        t.tp = 1 << pick(&x, 3), t.cp = 1 << pick(&x, 2);
+        int dp = 1 << pick(&x, 2);
+        t.gpus = t.tp * t.cp * t.pp * dp;
+        t.gpus_per_node = 1 << pick(&x, 4);
+        t.mbs = 1 + pick(&x, 2);
+        int micro = 1 + pick(&x, 48);
+        t.gbs = (int64_t)dp * t.mbs * micro;
+        t.seq = 1024;
+        t.recompute = pick(&x, 3);
+        t.recompute_layers = pick(&x, 3) ? 0 : 1;
+        t.distributed_optimizer = pick(&x, 2);
+        t.overlap_grad_reduce = pick(&x, 2), t.overlap_param_gather = pick(&x, 2);
+        t.precision = pick(&x, 2);
+        if (m.experts) {
+            t.ep = 1 << pick(&x, 3), t.etp = 1 << pick(&x, 2);
+            t.a2a = 1 + pick(&x, 2);
+        }
+        if (pick(&x, 4) == 0 && t.pp > 2)
+            t.first_stage_layers = t.vpp * (1 + pick(&x, 2)),
+            t.last_stage_layers = t.vpp * pick(&x, 2);
+        strcpy(t.schedule, fam[f]);
+        ps__estimate_lb lb;
+        int brc = ps__estimate_bound(e, &m, &hw, &t, &lb);
+        if (ps_estimate_run(e, &m, &hw, &t))
+            continue; /* refused: the family's or the split's conditions */
+        ck_assert_int_eq(brc, 0);
+        ps_estimate_result r;
+        ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+        ck_assert_msg(lb.step_s <= r.step_time_s * (1 + 1e-12),
+                      "case %d (%s, %s, pp %d, vpp %d, m %d): step bound %.9g above the step %.9g",
+                      n, m.name, fam[f], t.pp, t.vpp, micro, lb.step_s, r.step_time_s);
+        ck_assert_msg(lb.mem_gib <= r.peak_gib * (1 + 1e-12),
+                      "case %d (%s, %s, pp %d, vpp %d, m %d): memory bound %.9g above %.9g", n,
+                      m.name, fam[f], t.pp, t.vpp, micro, lb.mem_gib, r.peak_gib);
+        ck_assert(lb.step_s > 0 && lb.mem_gib > 0);
+        checked[f]++;
+    }
+
+    ps_estimate_free(e);
+    for (int f = 0; f < 10; f++)
+        ck_assert_msg(checked[f] >= 100, "%s: only %d configurations simulated", fam[f],
+                      checked[f]);
+}
+END_TEST
+
 /* ---- constraints and errors ----------------------------------------------------------------- */
 
 START_TEST(constraints)
@@ -487,6 +607,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, brute_moe);
     tcase_add_test(tc, threads_same);
     tcase_add_test(tc, prune_same);
+    tcase_add_test(tc, bound_random);
     tcase_add_test(tc, constraints);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, csv_all);

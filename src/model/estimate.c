@@ -603,8 +603,9 @@ typedef struct rank_fig {
     double end, busy, tp, cp, dp, opt, pd, pe;
 } rank_fig;
 
-/* Parameters (dense / expert, sharded) of rank r's stages. */
-static void rank_params(ps_estimate *e, const ps__setup *u, int32_t r, double *pd, double *pe)
+/* Parameters (dense / expert, sharded) of rank r's stages; srank[st]: the rank of stage st. */
+static void rank_params(ps_estimate *e, const ps__setup *u, const int32_t *srank, int32_t r,
+                        double *pd, double *pe)
 {
     const ps_transformer *m = u->m;
     double dl, el, dm, em;
@@ -613,11 +614,11 @@ static void rank_params(ps_estimate *e, const ps__setup *u, int32_t r, double *p
     double emb = (double)m->vocab * m->hidden / u->tp;
     int has_emb = 0;
     for (int32_t st = 0; st < u->stages; st++)
-        if (ps_schedule_stage_rank(e->s, st) == r && e->sl[st % u->model_stages].embedding)
+        if (srank[st] == r && e->sl[st % u->model_stages].embedding)
             has_emb = 1;
     *pd = *pe = 0.0;
     for (int32_t st = 0; st < u->stages; st++) {
-        if (ps_schedule_stage_rank(e->s, st) != r)
+        if (srank[st] != r)
             continue;
         const ps_stage_layers *sl = &e->sl[st % u->model_stages];
         for (int32_t k = 0; k < sl->layers; k++) {
@@ -633,6 +634,25 @@ static void rank_params(ps_estimate *e, const ps__setup *u, int32_t r, double *p
                 *pd += emb;
         }
     }
+}
+
+/* The seconds after a rank's pipeline of its parameters pd (dense) and pe (experts): the
+ * gradient reduction (*grads), the parameter all-gather of the distributed optimizer (*gather)
+ * and the optimizer step (*opt), which reads and writes 16 bytes per parameter it holds. */
+static void rank_tail(const ps__setup *u, double pd, double pe, double *grads, double *gather,
+                      double *opt)
+{
+    double d = (double)u->dp * u->cp, edp = (double)u->dp * u->cp * u->tp / (u->ep * u->etp);
+    /* The dense gradients' group (dp.cp) has its ranks tp apart, the experts' (edp) ep.etp. */
+    double gd = ps__per_node(u, d, u->tp), ge = ps__per_node(u, edp, (double)u->ep * u->etp);
+    int dist = u->tr->distributed_optimizer;
+    int red = dist ? PS__REDUCE_SCATTER : PS__ALL_REDUCE;
+    *grads = ps__coll_s(u, red, d, 4.0 * pd, gd) + ps__coll_s(u, red, edp, 4.0 * pe, ge);
+    *gather = dist ? ps__coll_s(u, PS__ALL_GATHER, d, 2.0 * pd, gd) +
+                         ps__coll_s(u, PS__ALL_GATHER, edp, 2.0 * pe, ge)
+                   : 0.0;
+    double held = dist ? pd / d + pe / edp : pd + pe;
+    *opt = 16.0 * held / (u->hw->hbm_gbps * 1e9 * u->hw->mem_eff);
 }
 
 /* TP and CP seconds of rank r's actions, the end of each of its stages' last weight gradient
@@ -682,29 +702,18 @@ static void rank_figures(ps_estimate *e, const ps__setup *u, int32_t r, rank_fig
     for (int32_t st = 0; st < u->stages; st++)
         if (ps_schedule_stage_rank(e->s, st) == r && e->wg_end[st] < t0)
             t0 = e->wg_end[st];
-    rank_params(e, u, r, &o->pd, &o->pe);
-    const ps_train *tr = u->tr;
-    double d = (double)u->dp * u->cp, edp = (double)u->dp * u->cp * u->tp / (u->ep * u->etp);
-    /* The dense gradients' group (dp.cp) has its ranks tp apart, the experts' (edp) ep.etp. */
-    double gd = ps__per_node(u, d, u->tp), ge = ps__per_node(u, edp, (double)u->ep * u->etp);
-    int dist = tr->distributed_optimizer;
-    int red = dist ? PS__REDUCE_SCATTER : PS__ALL_REDUCE;
-    double grads =
-        ps__coll_s(u, red, d, 4.0 * o->pd, gd) + ps__coll_s(u, red, edp, 4.0 * o->pe, ge);
-    double gather = dist ? ps__coll_s(u, PS__ALL_GATHER, d, 2.0 * o->pd, gd) +
-                               ps__coll_s(u, PS__ALL_GATHER, edp, 2.0 * o->pe, ge)
-                         : 0.0;
-    if (tr->overlap_grad_reduce) {
+    rank_params(e, u, e->s->stage_rank, r, &o->pd, &o->pe);
+    double grads, gather;
+    rank_tail(u, o->pd, o->pe, &grads, &gather, &o->opt);
+    if (u->tr->overlap_grad_reduce) {
         double window = o->end - t0, last = nst > 0 ? grads / nst : grads;
         double hid = grads - window;
         o->dp = hid > last ? hid : last;
     } else {
         o->dp = grads;
     }
-    if (!tr->overlap_param_gather)
+    if (!u->tr->overlap_param_gather)
         o->dp += gather;
-    double held = dist ? o->pd / d + o->pe / edp : o->pd + o->pe;
-    o->opt = 16.0 * held / (u->hw->hbm_gbps * 1e9 * u->hw->mem_eff);
 }
 
 static int results(ps_estimate *e, const ps__setup *u, const derived *d, double c)
@@ -776,6 +785,16 @@ static int results(ps_estimate *e, const ps__setup *u, const derived *d, double 
     res->model_tflops_per_gpu = ps__model_flops(u->m, tokens, tr->seq) / (step * tr->gpus) / 1e12;
     res->mfu = res->model_tflops_per_gpu * 1e12 / u->peak_gemm;
     return 0;
+}
+
+/* PP: one activation of b.s/cp tokens (sharded by t with SP) per boundary; inter-node when the
+ * ranks of one stage (tp.cp.dp) fill a node, pp varying slowest. */
+static double p2p_cost(const ps__setup *u)
+{
+    double act = u->T * u->m->hidden * 2.0 / u->ts;
+    return u->pp > 1 ? ps__coll_s(u, PS__P2P, 2, act,
+                                  (long long)u->tp * u->cp * u->dp >= u->gpn ? 1 : 2)
+                     : 0.0;
 }
 
 /* ---- the automatic partition (partition.c) ------------------------------------------------ */
@@ -881,12 +900,7 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
     e->model_stages = u.model_stages;
     memset(&e->part, 0, sizeof e->part);
     derive(&u, &d);
-    /* PP: one activation of b.s/cp tokens (sharded by t with SP) per boundary; inter-node
-     * when the ranks of one stage (tp.cp.dp) fill a node, pp varying slowest. */
-    double act = u.T * m.hidden * 2.0 / u.ts;
-    double c = u.pp > 1
-                   ? ps__coll_s(&u, PS__P2P, 2, act, (long long)u.tp * u.cp * u.dp >= u.gpn ? 1 : 2)
-                   : 0.0;
+    double c = p2p_cost(&u);
     if (t.layout && strcmp(t.layout, "auto") == 0) {
         if ((rc = run_auto(e, &u, &d, name, c)))
             return rc;
@@ -996,4 +1010,183 @@ int ps_estimate_write_trace(const ps_estimate *e, ps_write_fn write, void *ud)
     int rc = ps_export_trace(e->s, e->sim, &seconds, write, ud);
     ps__free(&e->al, ev, 2 * (size_t)pp, sizeof *ev);
     return rc;
+}
+
+/* ---- lower bounds for the search (src/tune) ----------------------------------------------- */
+
+/* Lower bounds of one stage's F, I and W durations: the dense path's own durations; in MoE mode
+ * the compute operations of its layers (the planner runs them one after the other on the
+ * compute stream, at most 1 + slowdown times slower while an all-to-all runs; communication
+ * only adds) plus the stage's extras, which the simulator adds to each part. */
+static void stage_lower(const ps_estimate *e, const ps__setup *u, int32_t st, const double fl[2],
+                        const double il[2], const double wl[2], double *f, double *i, double *w)
+{
+    if (u->m->experts == 0) {
+        *f = e->cost[st].f, *i = e->cost[st].b, *w = e->cost[st].w;
+        return;
+    }
+    const ps_stage_layers *sl = &e->sl[st % u->model_stages];
+    *f = e->extra[st].f, *i = e->extra[st].b, *w = e->extra[st].w;
+    for (int32_t k = 0; k < sl->layers; k++) {
+        int moe = ps__is_moe_layer(u->m, sl->first_layer + k);
+        *f += fl[moe], *i += il[moe], *w += wl[moe];
+    }
+}
+
+/*
+ * The step-time and peak-memory lower bounds of a configuration without simulating it
+ * (docs/tune.md, "the bound"). With d(X) the lower bound of action X's duration and c the
+ * transfer between ranks, for every rank r:
+ *
+ *   head(r)  = the least, over r's stages s, of the forwards of the stages before s on s's
+ *              path plus a c per rank change: r's first action is a forward (every other
+ *              action of a stage follows its forward on the same rank), which waits for them.
+ *   A(r)     = head(r) + busy(r) + tail(r): r runs all its actions one after the other, then
+ *              its exposed data-parallel reduction (at least its last chunk's share when it
+ *              overlaps) and its optimizer step.
+ *   B(r)     = head(r) + F(r) + I(r) + min over r's stages s of [the backwards of the stages
+ *              before s on its path with a c per rank change, the weight gradient of the
+ *              path's first stage when the family splits the backward, and the tail of that
+ *              first stage's rank]: when r's last backward (I or B) ends, r has run all its
+ *              forwards and backwards, and that backward's micro-batch still has to go back
+ *              along the lower stages of its path, which r does not hold (else a later
+ *              backward of r would follow).
+ *
+ * where F(r) and I(r) sum d over r's forwards and backwards (a full backward B counts its
+ * weight gradient: the families of two actions per stage and micro-batch, and adaptive, which
+ * the estimate never splits). The step is the largest rank's end plus tail, so it is at least
+ * every A(r) and B(r); the bound is their maximum. With uniform costs and c = 0 it is 1F1B's
+ * and interleaved's exact step ((m + p - 1)(f + b + w) in chunk costs on the last rank).
+ *
+ * The memory bound is the largest rank's weights, gradients, optimizer state and overhead
+ * (exact) plus the activations of one forward of its lightest stage (its first action is a
+ * forward, held until that stage's backward) and the working set of full recompute.
+ *
+ * Fills out; a layout "auto" gives the trivial bounds (0). Errors as ps_estimate_run's.
+ */
+int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
+                       const ps_train *train, ps__estimate_lb *out)
+{
+    if (!e || !model || !hw || !train || !out)
+        return PS_EINVAL;
+    e->have = 0;
+    memset(out, 0, sizeof *out);
+    ps_transformer m = *model;
+    ps_hardware h = *hw;
+    ps_train t = *train;
+    ps__setup u;
+    derived d;
+    char name[32];
+    int rc;
+    if ((rc = check_model(e, &m)) || (rc = check_hardware(e, &h, t.precision)) ||
+        (rc = check_train(e, &u, &m, &h, &t)) || (rc = plan_schedule(e, &u, name)))
+        return rc;
+    if (t.layout && strcmp(t.layout, "auto") == 0)
+        return 0;
+    if ((rc = reserve(e, (size_t)u.stages, (size_t)u.pp)))
+        return rc;
+    derive(&u, &d);
+    if ((rc = ps_layout_split(t.layout, u.pp, u.vpp, m.layers, m.mtp_layers, t.first_stage_layers,
+                              t.last_stage_layers, e->sl, e->err, sizeof e->err)))
+        return rc;
+    int moe = m.experts > 0;
+    stage_costs(e, &u, &d, moe);
+    double fl[2] = {0, 0}, il[2] = {0, 0}, wl[2] = {0, 0};
+    if (moe) {
+        ps_moe_model mm;
+        if ((rc = moe_model(e, &u, &d, &mm)))
+            return rc;
+        for (int k = 0; k < 2; k++) {
+            const double *x = k ? mm.moe.t : mm.dense.t;
+            fl[k] = x[PS_OP_ATTN] + x[PS_OP_MLP] + x[PS_OP_SHARED];
+            il[k] = x[PS_OP_ATTN_DX] + x[PS_OP_MLP_DX] + x[PS_OP_SHARED_DX];
+            wl[k] = x[PS_OP_ATTN_DW] + x[PS_OP_MLP_DW] + x[PS_OP_SHARED_DW];
+        }
+    }
+    int fam = -1;
+    ps_family_info fi;
+    if (ps_family_lookup(name, &fi) >= 0)
+        for (size_t k = 0; k < ps__nfamilies; k++)
+            if (!strcmp(ps__families[k].name, fi.name))
+                fam = (int)k;
+    if (fam < 0 || ps__families[fam].placement == PS__PLACE_CUSTOM)
+        return 0;
+    int place = ps__families[fam].placement;
+    int full = ps__families[fam].units == 2 || (ps__families[fam].options & PS__OPT_ADAPTIVE);
+    double c = p2p_cost(&u);
+    int32_t p = u.pp, ns = u.stages;
+    /* Per stage, in the tables the simulation would fill: its rank (counts), the forwards
+     * before it on its path (tp_f), the backwards after it (tp_i), and its per-micro-batch
+     * lower bounds f (cp_f), backward chain (cp_i) and f + b + w (wg_end). */
+    int32_t *srank = e->counts;
+    double *pre = e->tp_f, *suf = e->tp_i, *sf = e->cp_f, *sb = e->cp_i, *sall = e->wg_end;
+    double wfirst[2] = {0, 0};
+    for (int32_t st = 0; st < ns; st++) {
+        srank[st] = place == PS__PLACE_LOOP ? st % p : st < p ? st : 2 * p - 1 - st;
+        double f, i, w;
+        stage_lower(e, &u, st, fl, il, wl, &f, &i, &w);
+        sf[st] = f, sb[st] = full ? i + w : i, sall[st] = f + i + w;
+        int start = st == 0 || (place == PS__PLACE_BIDIR && st == p);
+        if (start) {
+            pre[st] = suf[st] = 0.0;
+            wfirst[st != 0] = full ? 0.0 : w;
+        } else {
+            double hop = srank[st] != srank[st - 1] ? c : 0.0;
+            pre[st] = pre[st - 1] + sf[st - 1] + hop;
+            suf[st] = suf[st - 1] + sb[st - 1] + hop;
+        }
+    }
+    /* Each rank's tail (exposed DP at least, optimizer) in the third block of e->tail. */
+    double *tail = e->tail;
+    double mem_lb = 0.0;
+    double dd = (double)u.dp * u.cp, edp = dd * u.tp / (u.ep * u.etp);
+    double work = d.act_moe > d.act_dense && moe ? d.act_moe : d.act_dense;
+    double ws = t.recompute == PS_RECOMPUTE_FULL ? work : 0.0;
+    for (int32_t r = 0; r < p; r++) {
+        double pd, pe, grads, gather, opt, act = -1.0;
+        int32_t nst = 0;
+        rank_params(e, &u, srank, r, &pd, &pe);
+        rank_tail(&u, pd, pe, &grads, &gather, &opt);
+        for (int32_t st = 0; st < ns; st++)
+            if (srank[st] == r) {
+                nst++;
+                if (act < 0 || e->act[st] < act)
+                    act = e->act[st];
+            }
+        double dp = t.overlap_grad_reduce ? grads / (nst > 0 ? nst : 1) : grads;
+        if (!t.overlap_param_gather)
+            dp += gather;
+        tail[r] = dp + opt;
+        double held = t.distributed_optimizer ? pd / dd + pe / edp : pd + pe;
+        double gib = (6.0 * (pd + pe) + 12.0 * held + (act > 0 ? act : 0.0) + ws) / GIB +
+                     h.overhead_gib;
+        if (gib > mem_lb)
+            mem_lb = gib;
+    }
+    double n_mb = place == PS__PLACE_BIDIR ? (double)(u.micro / 2) : (double)u.micro;
+    double step = 0.0, bubble = 0.0;
+    for (int32_t r = 0; r < p; r++) {
+        double head = -1.0, fsum = 0.0, isum = 0.0, busy = 0.0, back = -1.0;
+        for (int32_t st = 0; st < ns; st++) {
+            if (srank[st] != r)
+                continue;
+            if (head < 0 || pre[st] < head)
+                head = pre[st];
+            fsum += n_mb * sf[st], isum += n_mb * sb[st], busy += n_mb * sall[st];
+            int path = place == PS__PLACE_BIDIR && st >= p;
+            double x = suf[st] + wfirst[path] + tail[path ? p - 1 : 0];
+            if (back < 0 || x < back)
+                back = x;
+        }
+        if (head < 0)
+            continue;
+        double a = head + busy + tail[r], b = head + fsum + isum + back;
+        double lb = a > b ? a : b;
+        if (lb > step)
+            step = lb, bubble = lb - busy - tail[r];
+    }
+    out->step_s = step;
+    out->mem_gib = mem_lb;
+    out->bubble_s = bubble > 0 ? bubble : 0.0;
+    return 0;
 }

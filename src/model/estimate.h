@@ -17,4 +17,17 @@
  */
 void ps__estimate_forget(ps_estimate *e);
 
+/* Lower bounds of one configuration, computed without a simulation (ps__estimate_bound). */
+typedef struct ps__estimate_lb {
+    double step_s;   /* the step time is at least this */
+    double mem_gib;  /* the peak memory per device is at least this */
+    double bubble_s; /* of step_s, what is neither busy time nor the tail on its rank */
+} ps__estimate_lb;
+
+/* The bounds of (model, hw, train) by the derivation ps_estimate_run makes, without generating
+ * or simulating the schedule (estimate.c states the proof). Uses e's tables (its last result
+ * is gone). Zeros for a layout "auto" or a custom family. Errors as ps_estimate_run's. */
+int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
+                       const ps_train *train, ps__estimate_lb *out);
+
 #endif

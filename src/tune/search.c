@@ -12,6 +12,8 @@
  */
 #include "tune/tune_int.h"
 
+#include "model/estimate.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -61,7 +63,7 @@ typedef struct worker {
     uint64_t cheap[PS__R_CHEAP], cheap_first[PS__R_CHEAP];
     double mem_min;
     reason_list dyn;
-    uint64_t simulated, failed, over, fitting, pruned, breaks;
+    uint64_t simulated, failed, over, fitting, pruned, breaks, bounded;
     double need; /* least memory need seen: exact (simulated) or a lower bound */
     int need_exact;
     int rc;
@@ -360,14 +362,31 @@ static int evaluate(worker *w, uint64_t idx)
         return 0;
     }
     size_t k = (size_t)s->job.top_k;
-    if (!s->job.no_prune && w->ntop == k && ch.step_lb_s > w->top[k - 1].result.step_time_s &&
-        front_dominates(w, ch.step_lb_s, ch.static_gib)) {
-        w->pruned++;
-        set_record(t, idx, ST_PRUNED, 0, w->id, NULL);
-        return 0;
-    }
     ps_train tr;
     ps_tune_config_train(&s->job, &row.config, &tr);
+    /* The bounds, the cheap one first: a candidate slower than the K-th best and dominated by a
+     * configuration on the front is in neither (docs/tune.md). */
+    ps__estimate_lb lb = {ch.step_lb_s, ch.static_gib, 0.0};
+    if (!s->job.no_prune && w->ntop == k) {
+        double kth = w->top[k - 1].result.step_time_s;
+        int pruned = ch.step_lb_s > kth && front_dominates(w, ch.step_lb_s, ch.static_gib);
+        if (!pruned) {
+            int rc = ps__estimate_bound(w->e, s->m, s->hw, &tr, &lb);
+            if (rc == PS_ENOMEM || rc == PS_EINTERNAL)
+                return ps__seterr(w->err, rc, "%s", ps_estimate_last_error(w->e));
+            if (rc || lb.step_s < ch.step_lb_s)
+                lb.step_s = ch.step_lb_s; /* the estimate's refusal is counted below */
+            if (rc || lb.mem_gib < ch.static_gib)
+                lb.mem_gib = ch.static_gib;
+            w->bounded++;
+            pruned = lb.step_s > kth && front_dominates(w, lb.step_s, lb.mem_gib);
+        }
+        if (pruned) {
+            w->pruned++;
+            set_record(t, idx, ST_PRUNED, 0, w->id, NULL);
+            return 0;
+        }
+    }
     w->simulated++;
     int rc = ps_estimate_run(w->e, s->m, s->hw, &tr);
     if (rc == PS_ENOMEM || rc == PS_EINTERNAL)
@@ -379,7 +398,8 @@ static int evaluate(worker *w, uint64_t idx)
         return count_dynamic(w, idx, ST_FAILED, key, ps_estimate_last_error(w->e), 0);
     }
     ps_estimate_result_get(w->e, &row.result);
-    if (row.result.step_time_s < ch.step_lb_s * (1 - 1e-12))
+    if (row.result.step_time_s < lb.step_s * (1 - 1e-12) ||
+        row.result.peak_gib < lb.mem_gib * (1 - 1e-12))
         w->breaks++;
     if (row.result.peak_gib > s->limit_gib) {
         char key[KEY_LEN], ex[EXAMPLE_LEN];
