@@ -482,6 +482,81 @@ START_TEST(bound_random)
 }
 END_TEST
 
+/* ---- reuse of identical simulations -------------------------------------------------------- */
+
+/*
+ * The estimate reuses the simulation of the run before when the schedule and every simulated
+ * input are the same: it must give the result a fresh handle gives, bit for bit, and reuse
+ * exactly when only what follows the pipeline changed (the distributed optimizer, the
+ * overlaps), never after
+ * a change of the durations (the micro-batch size, recompute) or of the schedule.
+ */
+START_TEST(reuse_same)
+{
+    ps_transformer models[] = {dense_model(), moe_model()};
+    ps_hardware hw = small_hw();
+    hw.hbm_gib = 80;
+    for (int i = 0; i < 2; i++) {
+        ps_estimate *kept, *fresh;
+        ck_assert_int_eq(ps_estimate_new(&kept, NULL), 0);
+        ck_assert_int_eq(ps_estimate_new(&fresh, NULL), 0);
+        /* Each step changes one thing; `same` says whether the pipeline's inputs stay. */
+        static const struct {
+            const char *what;
+            int same;
+        } steps[] = {{"first", 0},          {"distopt", 1},   {"overlap_grad", 1},
+                     {"overlap_param", 1},  {"mbs", 0},       {"distopt", 1},
+                     {"recompute", 0},      {"schedule", 0},  {"distopt", 1},
+                     {"overlap_grad", 1},   {"pp", 0},        {"distopt", 1}};
+        ps_train t;
+        ps_train_init(&t);
+        t.gpus = 8, t.gbs = 16, t.seq = SEQ, t.tp = 2, t.pp = 2, t.vpp = 2, t.mbs = 1;
+        strcpy(t.schedule, "interleaved");
+        uint64_t expect = 0;
+        for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
+            const char *w = steps[k].what;
+            if (!strcmp(w, "distopt"))
+                t.distributed_optimizer ^= 1;
+            else if (!strcmp(w, "overlap_grad"))
+                t.overlap_grad_reduce ^= 1;
+            else if (!strcmp(w, "overlap_param"))
+                t.overlap_param_gather ^= 1;
+            else if (!strcmp(w, "mbs"))
+                t.mbs = 2;
+            else if (!strcmp(w, "recompute"))
+                t.recompute = PS_RECOMPUTE_SELECTIVE;
+            else if (!strcmp(w, "schedule"))
+                strcpy(t.schedule, "adaptive");
+            else if (!strcmp(w, "pp"))
+                t.pp = 4, t.vpp = 1, strcpy(t.schedule, "1f1b");
+            expect += (uint64_t)steps[k].same;
+            ck_assert_int_eq(ps_estimate_run(kept, &models[i], &hw, &t), 0);
+            ps__estimate_forget(fresh);
+            ck_assert_int_eq(ps_estimate_run(fresh, &models[i], &hw, &t), 0);
+            ck_assert_msg(ps__estimate_reused(kept) == expect, "%s, step %zu (%s): reused %llu, "
+                          "expected %llu", models[i].name, k, w,
+                          (unsigned long long)ps__estimate_reused(kept),
+                          (unsigned long long)expect);
+            ck_assert_uint_eq(ps__estimate_reused(fresh), 0);
+            ps_estimate_result a, b;
+            ck_assert_int_eq(ps_estimate_result_get(kept, &a), 0);
+            ck_assert_int_eq(ps_estimate_result_get(fresh, &b), 0);
+            ck_assert_msg(!memcmp(&a, &b, sizeof a), "%s, step %zu (%s): step %.17g, fresh %.17g",
+                          models[i].name, k, w, a.step_time_s, b.step_time_s);
+            for (int r = 0; r < t.pp; r++) {
+                ps_rank_memory x, y;
+                ck_assert_int_eq(ps_estimate_rank_memory(kept, r, &x), 0);
+                ck_assert_int_eq(ps_estimate_rank_memory(fresh, r, &y), 0);
+                ck_assert(!memcmp(&x, &y, sizeof x));
+            }
+        }
+        ck_assert_uint_gt(expect, 4);
+        ps_estimate_free(kept);
+        ps_estimate_free(fresh);
+    }
+}
+END_TEST
+
 /* ---- constraints and errors ----------------------------------------------------------------- */
 
 START_TEST(constraints)
@@ -608,6 +683,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, threads_same);
     tcase_add_test(tc, prune_same);
     tcase_add_test(tc, bound_random);
+    tcase_add_test(tc, reuse_same);
     tcase_add_test(tc, constraints);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, csv_all);

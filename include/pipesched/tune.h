@@ -134,6 +134,9 @@ typedef struct ps_tune_stats {
     double limit_gib;       /* hbm_gib - mem_reserve_gib */
     double min_need_gib;    /* the least memory any candidate needs (exact or a lower bound) */
     int32_t min_need_exact; /* 1: min_need_gib is a simulated peak; 0: a lower bound */
+    uint64_t reused;        /* of simulated: the inputs were the simulation before's, bit for
+                               bit, and its timeline was reused (depends on the threads) */
+    uint64_t bounded;       /* candidates whose strong bound was computed (depends on timing) */
 } ps_tune_stats;
 
 /*

@@ -220,12 +220,12 @@ static void print_search(FILE *f, const ps_tune_stats *st)
 {
     fprintf(f,
             "search: %llu candidates, %llu rejected by the checks, %llu simulated (%llu refused "
-            "by the schedule, %llu over memory, %llu fit), %llu pruned; %.2f s on %d threads: "
-            "%.0f candidates/s, %.0f simulated/s\n",
+            "by the schedule, %llu over memory, %llu fit; %llu of them reusing the simulation "
+            "before), %llu pruned; %.2f s on %d threads: %.0f candidates/s, %.0f simulated/s\n",
             (unsigned long long)st->candidates, (unsigned long long)st->rejected,
             (unsigned long long)st->simulated, (unsigned long long)st->failed,
             (unsigned long long)st->over_memory, (unsigned long long)st->fitting,
-            (unsigned long long)st->pruned, st->seconds, st->threads, st->candidates_per_s,
+            (unsigned long long)st->reused, (unsigned long long)st->pruned, st->seconds, st->threads, st->candidates_per_s,
             st->simulated_per_s);
 }
 
@@ -343,12 +343,14 @@ static void print_json(FILE *f, const cli_opts *o, const ps_transformer *m, cons
 {
     fprintf(f,
             "{\"search\":{\"candidates\":%llu,\"rejected\":%llu,\"simulated\":%llu,\"failed\":%llu,"
-            "\"over_memory\":%llu,\"fitting\":%llu,\"pruned\":%llu,\"seconds\":%s,"
-            "\"candidates_per_s\":%s,\"simulated_per_s\":%s,\"threads\":%d},\n",
+            "\"over_memory\":%llu,\"fitting\":%llu,\"reused\":%llu,\"pruned\":%llu,"
+            "\"bounded\":%llu,\"seconds\":%s,\"candidates_per_s\":%s,\"simulated_per_s\":%s,"
+            "\"threads\":%d},\n",
             (unsigned long long)st->candidates, (unsigned long long)st->rejected,
             (unsigned long long)st->simulated, (unsigned long long)st->failed,
             (unsigned long long)st->over_memory, (unsigned long long)st->fitting,
-            (unsigned long long)st->pruned, CLI_NUM(st->seconds), CLI_NUM(st->candidates_per_s),
+            (unsigned long long)st->reused, (unsigned long long)st->pruned,
+            (unsigned long long)st->bounded, CLI_NUM(st->seconds), CLI_NUM(st->candidates_per_s),
             CLI_NUM(st->simulated_per_s), st->threads);
     fprintf(f, "\"limit_gib\":%s,\n\"top\":[", CLI_NUM(st->limit_gib));
     for (size_t i = 0; i < ps_tune_top_count(t); i++) {

@@ -56,6 +56,15 @@ struct ps_estimate {
     double *tail; /* 3 per rank: its pipeline's end, its exposed DP and its optimizer seconds */
     ps_estimate_result res;
     int have;
+    /* The inputs of the last simulation that ran to its end (snap_n stages; snap_n 0: none):
+     * while the schedule is kept and they are the same, the simulation would give the same
+     * timeline, so the next run reuses it (reuse_simulation). */
+    size_t snap_n;
+    double *snap; /* 7 per stage (cap_st): mem f, b, w, cost (dense) or extra (MoE) f, b, w,
+                     layers */
+    ps_moe_model snap_moe;
+    double snap_c;
+    uint64_t reused;
     char err[PS__ERRLEN];
 };
 
@@ -88,6 +97,9 @@ static void free_stage_tables(ps_estimate *e)
     ps__free(a, e->mem, n, sizeof *e->mem);
     ps__free(a, e->tp_f, 7 * n, sizeof(double)); /* one block: tp_f .. act */
     ps__free(a, e->counts, 3 * n, sizeof *e->counts);
+    ps__free(a, e->snap, 7 * n, sizeof *e->snap);
+    e->snap = NULL;
+    e->snap_n = 0;
     e->sl = NULL;
     e->cost = e->extra = NULL;
     e->mem = NULL;
@@ -127,8 +139,9 @@ static int reserve(ps_estimate *e, size_t n, size_t p)
         e->mem = ps__alloc(a, n, sizeof *e->mem);
         e->tp_f = ps__alloc(a, 7 * n, sizeof(double));
         e->counts = ps__alloc(a, 3 * n, sizeof *e->counts);
+        e->snap = ps__alloc(a, 7 * n, sizeof *e->snap);
         e->cap_st = n;
-        if (!e->sl || !e->cost || !e->extra || !e->mem || !e->tp_f || !e->counts) {
+        if (!e->sl || !e->cost || !e->extra || !e->mem || !e->tp_f || !e->counts || !e->snap) {
             free_stage_tables(e);
             return ps__seterr(e->err, PS_ENOMEM, "out of memory for %zu stages", n);
         }
@@ -586,6 +599,68 @@ static int make_schedule(ps_estimate *e)
     return 0;
 }
 
+/* The problem's inputs of the simulation as one row of 7 doubles per stage (snap layout). */
+static void snap_row(const ps_estimate *e, const ps__setup *u, int32_t st, double *row)
+{
+    const ps_stage_cost *x = u->m->experts > 0 ? &e->extra[st] : &e->cost[st];
+    row[0] = e->mem[st].f, row[1] = e->mem[st].b, row[2] = e->mem[st].w;
+    row[3] = x->f, row[4] = x->b, row[5] = x->w;
+    row[6] = u->m->experts > 0 && st < u->model_stages ? e->sl[st].layers : 0;
+}
+
+static int same_moe(const ps_moe_model *a, const ps_moe_model *b)
+{
+    return a->layers == b->layers && a->dense_layers == b->dense_layers &&
+           a->planner == b->planner && !memcmp(&a->moe, &b->moe, sizeof a->moe) &&
+           !memcmp(&a->dense, &b->dense, sizeof a->dense) && a->p2p == b->p2p &&
+           a->slowdown == b->slowdown;
+}
+
+/*
+ * Whether the simulation on the handle is the one this run would make: the schedule is kept
+ * (same shape, a family that does not plan with the costs), and the transfer cost, every
+ * stage's memory and durations (or, for a MoE model, its layer counts, extras and the MoE
+ * model the planner reads) are bit for bit the last simulated run's. The simulator is a
+ * function of these and the schedule, so its timeline, metrics and plans stand. (Durations
+ * that are all one multiple of the last run's would scale the timeline by that multiple; the
+ * search almost never meets them except with the multiple 1, so only that case is reused:
+ * configurations that differ only in the distributed optimizer or the overlaps; docs/tune.md.)
+ */
+static int reuse_simulation(ps_estimate *e, const ps__setup *u, double c)
+{
+    size_t n = (size_t)u->stages;
+    if (!e->snap_n || e->snap_n != n || !e->have_shape || e->snap_c != c)
+        return 0;
+    shape k = shape_of(e->pb);
+    if (!same_shape(&k, &e->shape) || ps__families[k.family].costs)
+        return 0;
+    double row[7];
+    for (size_t st = 0; st < n; st++) {
+        snap_row(e, u, (int32_t)st, row);
+        if (memcmp(row, e->snap + 7 * st, sizeof row))
+            return 0;
+    }
+    if (u->m->experts > 0) {
+        ps_moe_model mm;
+        if (ps_problem_get_moe(e->pb, &mm) || !same_moe(&mm, &e->snap_moe))
+            return 0;
+    }
+    return 1;
+}
+
+/* Records the inputs of the simulation that just ran. */
+static void snap_take(ps_estimate *e, const ps__setup *u, double c)
+{
+    size_t n = (size_t)u->stages; /* at most cap_st: reserve() made room */
+    e->snap_n = 0;
+    if (u->m->experts > 0 && ps_problem_get_moe(e->pb, &e->snap_moe))
+        return;
+    for (size_t st = 0; st < n; st++)
+        snap_row(e, u, (int32_t)st, e->snap + 7 * st);
+    e->snap_c = c;
+    e->snap_n = n;
+}
+
 static int simulate(ps_estimate *e)
 {
     int rc;
@@ -902,6 +977,7 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
     derive(&u, &d);
     double c = p2p_cost(&u);
     if (t.layout && strcmp(t.layout, "auto") == 0) {
+        e->snap_n = 0; /* its simulations are of other splits */
         if ((rc = run_auto(e, &u, &d, name, c)))
             return rc;
     } else {
@@ -910,8 +986,17 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
                                   sizeof e->err)))
             return rc;
         stage_costs(e, &u, &d, m.experts > 0);
-        if ((rc = build_problem(e, &u, &d, name, c)) || (rc = simulate(e)) ||
-            (rc = results(e, &u, &d, c)))
+        if ((rc = build_problem(e, &u, &d, name, c)))
+            return rc;
+        if (reuse_simulation(e, &u, c)) {
+            e->reused++;
+        } else {
+            e->snap_n = 0;
+            if ((rc = simulate(e)))
+                return rc;
+            snap_take(e, &u, c);
+        }
+        if ((rc = results(e, &u, &d, c)))
             return rc;
     }
     e->have = 1;
@@ -957,6 +1042,7 @@ void ps__estimate_forget(ps_estimate *e)
     if (!e)
         return;
     e->have_shape = 0;
+    e->snap_n = 0;
     ps__sim_forget_plans(e->sim);
 }
 
@@ -1189,4 +1275,9 @@ int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_har
     out->mem_gib = mem_lb;
     out->bubble_s = bubble > 0 ? bubble : 0.0;
     return 0;
+}
+
+uint64_t ps__estimate_reused(const ps_estimate *e)
+{
+    return e ? e->reused : 0;
 }

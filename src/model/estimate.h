@@ -7,6 +7,8 @@
 
 #include <pipesched/model.h>
 
+#include <stdint.h>
+
 /*
  * A handle keeps, from one run to the next, the schedule while its shape stays the same
  * (family, pp, vpp, micro-batches, family options; never for a family that plans with the
@@ -16,6 +18,10 @@
  * benchmarks; e may be NULL.
  */
 void ps__estimate_forget(ps_estimate *e);
+
+/* Runs of e that reused the simulation of the run before (its inputs were the same bit for bit:
+ * estimate.c, reuse_simulation). */
+uint64_t ps__estimate_reused(const ps_estimate *e);
 
 /* Lower bounds of one configuration, computed without a simulation (ps__estimate_bound). */
 typedef struct ps__estimate_lb {

@@ -651,6 +651,8 @@ static void merge_stats(ps_tune *t, worker *w, int n, double seconds)
         st->fitting += w[i].fitting;
         st->pruned += w[i].pruned;
         st->bound_breaks += w[i].breaks;
+        st->reused += ps__estimate_reused(w[i].e); /* each worker has a fresh handle */
+        st->bounded += w[i].bounded;
         if (w[i].need > 0 && (st->min_need_gib == 0 || w[i].need < st->min_need_gib ||
                               (w[i].need == st->min_need_gib && w[i].need_exact))) {
             st->min_need_gib = w[i].need;
