@@ -338,6 +338,40 @@ START_TEST(layout_even_divisible)
 }
 END_TEST
 
+/* layout "balanced": q = layers / stages each, the remainder one more on stages 1, 2, ...,
+ * then stage 0, never the last. */
+START_TEST(layout_balanced)
+{
+    /* 6 layers over 4 stages: q 1, r 2: stages 1 and 2 take one more. */
+    const want_stage six[] = {{0, 1, 1, 0, 0}, {1, 2, 0, 0, 0}, {3, 2, 0, 0, 0}, {5, 1, 0, 0, 1}};
+    expect_split("balanced", 6, 0, 0, 0, six, 4);
+    /* 7 over 4: r 3 = stages - 1: stages 1, 2 and then 0 take one more; 1 MTP layer last. */
+    const want_stage seven[] = {
+        {0, 2, 1, 0, 0}, {2, 2, 0, 0, 0}, {4, 2, 0, 0, 0}, {6, 1, 0, 1, 1}};
+    expect_split("balanced", 7, 1, 0, 0, seven, 4);
+    /* Layers that divide: the even split. */
+    const want_stage even[] = {{0, 2, 1, 0, 0}, {2, 2, 0, 0, 0}, {4, 2, 0, 0, 1}};
+    expect_split("balanced", 6, 0, 0, 0, even, 3);
+    /* DeepSeek-V3's and Pangu Ultra MoE's 61 layers over pp 16, vpp 2 (32 virtual stages):
+     * stages 1 to 29 take 2 layers, stages 0, 30 and 31 one (29 * 2 + 3 = 61). */
+    want_stage w[32];
+    int32_t first = 0;
+    for (int32_t s = 0; s < 32; s++) {
+        int32_t n = s >= 1 && s <= 29 ? 2 : 1;
+        w[s] = (want_stage){first, n, s == 0, 0, s == 31};
+        first += n;
+        ck_assert_int_eq(ps_layout_balanced_count(61, 32, s), n);
+    }
+    ck_assert_int_eq(first, 61);
+    expect_split_pv("balanced", 61, 0, 0, 0, w, 16, 2);
+    ck_assert_int_eq(ps_layout_balanced_count(61, 32, 32), 0);
+    ck_assert_int_eq(ps_layout_balanced_count(61, 0, 0), 0);
+    /* A fixed first or last rank and a layout: refused as for any layout. */
+    expect_error("balanced", 4, 7, 0, 2, 0, PS_ECONFIG,
+                 "a layout fixes every stage: first (2) and last (0) stage layers must be 0");
+}
+END_TEST
+
 START_TEST(layout_even_first_last)
 {
     /* 9 layers, first 1, last 2: 6 left over 3 stages = 2 each. */
@@ -466,6 +500,7 @@ int main(void)
     TCase *even = tcase_create("even");
     tcase_add_test(even, layout_even_divisible);
     tcase_add_test(even, layout_even_first_last);
+    tcase_add_test(even, layout_balanced);
     tcase_add_test(even, layout_even_first_last_interleaved);
     tcase_add_test(even, layout_even_first_last_interleaved_errors);
     suite_add_tcase(su, even);

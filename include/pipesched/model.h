@@ -212,10 +212,17 @@ typedef struct ps_stage_layers {
  * PS_EINVAL (out NULL), PS_ERANGE (pp or vpp below 1, pp * vpp above PS_MAX_STAGES) or
  * PS_ECONFIG with the column in err when the string does not parse or does not match the
  * counts, or the counts do not divide as Megatron requires; out is zeroed on error.
+ * layout "balanced" (not a Megatron string): the split closest to even, for any layer count:
+ * every stage holds layers / (pp.vpp) decoder layers and the remainder one more each, stages
+ * 1, 2, ... first, then stage 0, never the last (ps_layout_balanced_count).
  */
 PS_EXTERN int ps_layout_split(const char *layout, int32_t pp, int32_t vpp, int32_t layers,
                               int32_t mtp, int32_t first, int32_t last, ps_stage_layers *out,
                               char *err, size_t errlen);
+
+/* The decoder layers of virtual stage s of `stages` in the "balanced" layout (0 when out of
+ * range). */
+PS_EXTERN int32_t ps_layout_balanced_count(int32_t layers, int32_t stages, int32_t s);
 
 /*
  * Writes the Megatron --pipeline-model-parallel-layout string of s[stages] into buf (cap

@@ -50,6 +50,7 @@ typedef enum ps_tune_knob {
     PS_KNOB_DISTOPT,   /* 0 or 1: the distributed optimizer */
     PS_KNOB_PRECISION, /* a ps_precision */
     PS_KNOB_A2A,       /* a ps_a2a: flat or hierarchical for a MoE model, auto for a dense one */
+    PS_KNOB_LAYOUT,    /* 0: Megatron's even split; 1: "balanced" (ps_layout_balanced_count) */
     PS_KNOBS
 } ps_tune_knob;
 
@@ -75,7 +76,7 @@ typedef struct ps_tune_job {
 PS_EXTERN void ps_tune_job_init(ps_tune_job *j);
 
 /* Knob names ("tp", "cp", "pp", "ep", "etp", "vpp", "schedule", "mbs", "recompute",
- * "distributed-optimizer", "precision", "a2a"), NULL past the end; the lookup is
+ * "distributed-optimizer", "precision", "a2a", "layout"), NULL past the end; the lookup is
  * case-sensitive and takes "distopt" too: the knob or PS_ENOTFOUND. */
 PS_EXTERN const char *ps_tune_knob_name(int knob);
 PS_EXTERN int ps_tune_knob_lookup(const char *name);
@@ -84,14 +85,15 @@ PS_EXTERN int ps_tune_knob_lookup(const char *name);
 PS_EXTERN const char *ps_tune_family_name(size_t i);
 /* A knob's value from a word: numbers for the sizes; a family name or alias (schedule);
  * none/selective/full; 0/1/off/on/false/true (distributed optimizer); bf16/fp8;
- * auto/flat/hierarchical. 0 or PS_ECONFIG. */
+ * auto/flat/hierarchical; even/balanced (layout). 0 or PS_ECONFIG. */
 PS_EXTERN int ps_tune_value_parse(int knob, const char *word, int32_t *out);
 /* The word of a value (the family's name, "full", "fp8", ...; the number for the sizes) into
  * buf: its length, or PS_EINVAL. */
 PS_EXTERN int ps_tune_value_name(int knob, int32_t value, char *buf, size_t cap);
 
 /* The train of a configuration: ps_train_init's defaults, the job's gpus, gpus_per_node, gbs
- * and seq, and the knobs. schedule and a2a as their words. */
+ * and seq, and the knobs. schedule and a2a as their words; layout NULL (even) or "balanced"
+ * (a static string). */
 PS_EXTERN void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_train *out);
 
 typedef struct ps_tune ps_tune;
@@ -124,7 +126,7 @@ typedef struct ps_tune_stats {
     uint64_t rejected;     /* by the cheap checks */
     uint64_t simulated;    /* ps_estimate_run calls */
     uint64_t failed;       /* simulated, refused by the estimate (schedule constraints) */
-    uint64_t over_memory;  /* simulated, peak above the limit */
+    uint64_t over_memory;  /* peak above the limit: simulated, or over_unsimulated */
     uint64_t fitting;      /* simulated and fitting */
     uint64_t pruned;       /* skipped by the bound (depends on threads and timing) */
     uint64_t bound_breaks; /* simulated steps below their lower bound: 0, or a bug */
@@ -136,7 +138,8 @@ typedef struct ps_tune_stats {
     int32_t min_need_exact; /* 1: min_need_gib is a simulated peak; 0: a lower bound */
     uint64_t reused;        /* of simulated: the inputs were the simulation before's, bit for
                                bit, and its timeline was reused (depends on the threads) */
-    uint64_t bounded;       /* candidates whose strong bound was computed (depends on timing) */
+    uint64_t over_unsimulated; /* of over_memory: found by the exact peak memory, which needs the
+                                  schedule but no simulation, so not in simulated */
 } ps_tune_stats;
 
 /*

@@ -390,7 +390,7 @@ const cli_option cli_options[] = {
      .commands = "tune",
      .help = "fix knobs, e.g. tp=8,schedule=interleaved (knobs: tp cp pp\n"
              "ep etp vpp schedule mbs recompute distributed-optimizer\n"
-             "precision a2a)",
+             "precision a2a layout)",
      .doc = "Given once; a knob named here cannot also be in `--allow`."},
     {.name = "allow",
      STRING(tune_allow),

@@ -64,6 +64,13 @@ static int check_required(const cli_opts *o)
     return n ? EXIT_USAGE : EXIT_OK;
 }
 
+/* The knobs whose values are words, not sizes. */
+static int word_knob(int k)
+{
+    return k == PS_KNOB_SCHEDULE || k == PS_KNOB_RECOMPUTE || k == PS_KNOB_PRECISION ||
+           k == PS_KNOB_A2A || k == PS_KNOB_DISTOPT || k == PS_KNOB_LAYOUT;
+}
+
 /* ---- constraints ----------------------------------------------------------------------------- */
 
 enum { FIX, ALLOW, MAX, KINDS };
@@ -99,8 +106,7 @@ static int apply(ps_tune *t, int kind, int knob, const int32_t *v, size_t n, nam
         return EXIT_USAGE;
     }
     if (kind == MAX) {
-        if (n != 1 || knob == PS_KNOB_SCHEDULE || knob == PS_KNOB_RECOMPUTE ||
-            knob == PS_KNOB_PRECISION || knob == PS_KNOB_A2A || knob == PS_KNOB_DISTOPT) {
+        if (n != 1 || word_knob(knob)) {
             fprintf(stderr,
                     "pipesched: --max takes one number of a numeric knob (tp, cp, pp, ep, "
                     "etp, vpp, mbs); got %s\n",
@@ -154,8 +160,7 @@ static int parse_constraints(ps_tune *t, int kind, const char *spec, named *nm)
                     knob == PS_KNOB_SCHEDULE ? " (pipesched list shows the families)" : "");
             return EXIT_USAGE;
         }
-        if (v[n] < 1 && knob != PS_KNOB_SCHEDULE && knob != PS_KNOB_RECOMPUTE &&
-            knob != PS_KNOB_PRECISION && knob != PS_KNOB_A2A && knob != PS_KNOB_DISTOPT) {
+        if (v[n] < 1 && !word_knob(knob)) {
             fprintf(stderr, "pipesched: %s: %s must be >= 1; got %s\n", kind_flag[kind],
                     ps_tune_knob_name(knob), w);
             return EXIT_USAGE;
@@ -192,6 +197,8 @@ static void knobs_text(FILE *f, const ps_transformer *m, const ps_tune_config *c
     fprintf(f, " recompute=%s", word(PS_KNOB_RECOMPUTE, k[PS_KNOB_RECOMPUTE], w));
     fprintf(f, "%s %s", k[PS_KNOB_DISTOPT] ? " distopt" : "",
             word(PS_KNOB_PRECISION, k[PS_KNOB_PRECISION], w));
+    if (k[PS_KNOB_LAYOUT])
+        fprintf(f, " %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
 }
 
 /* The estimate command that reproduces a row. */
@@ -214,18 +221,22 @@ static void command_text(FILE *f, const cli_opts *o, const ps_transformer *m,
             word(PS_KNOB_RECOMPUTE, k[PS_KNOB_RECOMPUTE], w2),
             k[PS_KNOB_DISTOPT] ? " --distributed-optimizer" : "",
             k[PS_KNOB_PRECISION] == PS_PREC_FP8 ? "fp8" : "bf16");
+    if (k[PS_KNOB_LAYOUT])
+        fprintf(f, " --layout %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
 }
 
 static void print_search(FILE *f, const ps_tune_stats *st)
 {
     fprintf(f,
-            "search: %llu candidates, %llu rejected by the checks, %llu simulated (%llu refused "
-            "by the schedule, %llu over memory, %llu fit; %llu of them reusing the simulation "
-            "before), %llu pruned; %.2f s on %d threads: %.0f candidates/s, %.0f simulated/s\n",
+            "search: %llu candidates, %llu rejected by the checks, %llu over memory (%llu of them "
+            "by the schedule's exact peak, not simulated), %llu simulated (%llu refused by the "
+            "schedule, %llu fit, %llu reusing the simulation before), %llu pruned; %.2f s on %d "
+            "threads: %.0f candidates/s, %.0f simulated/s\n",
             (unsigned long long)st->candidates, (unsigned long long)st->rejected,
+            (unsigned long long)st->over_memory, (unsigned long long)st->over_unsimulated,
             (unsigned long long)st->simulated, (unsigned long long)st->failed,
-            (unsigned long long)st->over_memory, (unsigned long long)st->fitting,
-            (unsigned long long)st->reused, (unsigned long long)st->pruned, st->seconds, st->threads, st->candidates_per_s,
+            (unsigned long long)st->fitting, (unsigned long long)st->reused,
+            (unsigned long long)st->pruned, st->seconds, st->threads, st->candidates_per_s,
             st->simulated_per_s);
 }
 
@@ -304,8 +315,7 @@ static void json_row(FILE *f, const cli_opts *o, const ps_transformer *m, const 
     for (int k = 0; k < PS_KNOBS; k++) {
         fprintf(f, "%s\"%s\":", k ? "," : "", ps_tune_knob_name(k));
         ps_tune_value_name(k, r->config.knob[k], w, sizeof w);
-        if (k == PS_KNOB_SCHEDULE || k == PS_KNOB_RECOMPUTE || k == PS_KNOB_PRECISION ||
-            k == PS_KNOB_A2A)
+        if (word_knob(k) && k != PS_KNOB_DISTOPT)
             json_str(f, w);
         else if (k == PS_KNOB_DISTOPT)
             fprintf(f, "%s", r->config.knob[k] ? "true" : "false");
@@ -344,13 +354,13 @@ static void print_json(FILE *f, const cli_opts *o, const ps_transformer *m, cons
     fprintf(f,
             "{\"search\":{\"candidates\":%llu,\"rejected\":%llu,\"simulated\":%llu,\"failed\":%llu,"
             "\"over_memory\":%llu,\"fitting\":%llu,\"reused\":%llu,\"pruned\":%llu,"
-            "\"bounded\":%llu,\"seconds\":%s,\"candidates_per_s\":%s,\"simulated_per_s\":%s,"
+            "\"over_memory_unsimulated\":%llu,\"seconds\":%s,\"candidates_per_s\":%s,\"simulated_per_s\":%s,"
             "\"threads\":%d},\n",
             (unsigned long long)st->candidates, (unsigned long long)st->rejected,
             (unsigned long long)st->simulated, (unsigned long long)st->failed,
             (unsigned long long)st->over_memory, (unsigned long long)st->fitting,
             (unsigned long long)st->reused, (unsigned long long)st->pruned,
-            (unsigned long long)st->bounded, CLI_NUM(st->seconds), CLI_NUM(st->candidates_per_s),
+            (unsigned long long)st->over_unsimulated, CLI_NUM(st->seconds), CLI_NUM(st->candidates_per_s),
             CLI_NUM(st->simulated_per_s), st->threads);
     fprintf(f, "\"limit_gib\":%s,\n\"top\":[", CLI_NUM(st->limit_gib));
     for (size_t i = 0; i < ps_tune_top_count(t); i++) {

@@ -592,6 +592,7 @@ static int make_schedule(ps_estimate *e)
         return 0;
     }
     e->have_shape = 0;
+    e->snap_n = 0; /* the simulation kept is of the schedule replaced here */
     if ((rc = ps_schedule_generate(e->s, e->pb)) || (rc = ps_schedule_validate(e->s)))
         return fail(e, rc, "schedule", ps_schedule_last_error(e->s));
     e->shape = k;
@@ -791,6 +792,28 @@ static void rank_figures(ps_estimate *e, const ps__setup *u, int32_t r, rank_fig
         o->dp += gather;
 }
 
+/* The activations full recompute holds while it recomputes a layer (bytes). */
+static double working_set(const ps__setup *u, const derived *d)
+{
+    double work = d->act_moe > d->act_dense && u->m->experts > 0 ? d->act_moe : d->act_dense;
+    return u->tr->recompute == PS_RECOMPUTE_FULL ? work : 0.0;
+}
+
+/* A rank's memory (GiB) from its parameters, its simulated activation peak (KiB units: the
+ * stage_memory the problem holds) and the recompute working set (bytes). */
+static void rank_memory(const ps__setup *u, double pd, double pe, double peak, double ws,
+                        ps_rank_memory *m)
+{
+    double dd = (double)u->dp * u->cp, edp = (double)u->dp * u->cp * u->tp / (u->ep * u->etp);
+    double p = pd + pe;
+    m->weights = 2.0 * p / GIB;
+    m->grads = 4.0 * p / GIB;
+    m->optimizer = 12.0 * (u->tr->distributed_optimizer ? pd / dd + pe / edp : p) / GIB;
+    m->activations = (peak * MEM_UNIT + ws) / GIB;
+    m->overhead = u->hw->overhead_gib;
+    m->total = m->weights + m->grads + m->optimizer + m->activations + m->overhead;
+}
+
 static int results(ps_estimate *e, const ps__setup *u, const derived *d, double c)
 {
     ps_metrics met;
@@ -807,9 +830,7 @@ static int results(ps_estimate *e, const ps__setup *u, const derived *d, double 
     if (u->m->experts > 0 && ps_sim_comm(e->sim, &cm) == 0)
         ep_exposed = cm.exposed[PS_PHASE_ALL] / u->pp;
     const ps_train *tr = u->tr;
-    double work = d->act_moe > d->act_dense && u->m->experts > 0 ? d->act_moe : d->act_dense;
-    double ws = tr->recompute == PS_RECOMPUTE_FULL ? work : 0.0;
-    double dd = (double)u->dp * u->cp, edp = (double)u->dp * u->cp * u->tp / (u->ep * u->etp);
+    double ws = working_set(u, d);
     double step = -1, busiest = -1;
     int32_t crit = 0;
     res->fits = 1;
@@ -834,13 +855,7 @@ static int results(ps_estimate *e, const ps__setup *u, const derived *d, double 
         if (ps_sim_rank_metrics(e->sim, r, &rmet))
             return ps__seterr(e->err, PS_EINTERNAL, "estimate: no metrics of rank %d", r);
         ps_rank_memory *m = &e->rm[r];
-        double p = f.pd + f.pe;
-        m->weights = 2.0 * p / GIB;
-        m->grads = 4.0 * p / GIB;
-        m->optimizer = 12.0 * (tr->distributed_optimizer ? f.pd / dd + f.pe / edp : p) / GIB;
-        m->activations = (rmet.peak_memory * MEM_UNIT + ws) / GIB;
-        m->overhead = u->hw->overhead_gib;
-        m->total = m->weights + m->grads + m->optimizer + m->activations + m->overhead;
+        rank_memory(u, f.pd, f.pe, rmet.peak_memory, ws, m);
         m->peak_inflight = rmet.peak_activations;
         if (m->total > res->peak_gib)
             res->peak_gib = m->total, res->peak_rank = r;
@@ -1150,8 +1165,70 @@ static void stage_lower(const ps_estimate *e, const ps__setup *u, int32_t st, co
  *
  * Fills out; a layout "auto" gives the trivial bounds (0). Errors as ps_estimate_run's.
  */
+/*
+ * The exact peak memory of the run set up in e (stage tables made): the schedule (kept while
+ * its shape stays), then every rank's activations summed along its action list as the
+ * simulator sums them (sim.c, mem_delta: the forward part of a fused pair first; the same
+ * values in the same order, so the same peak bit for bit; the peak depends on the order of a
+ * rank's actions, never on their times), and rank_memory() as results() calls it.
+ */
+static int exact_memory(ps_estimate *e, const ps__setup *u, const derived *d, const char *name,
+                        double c, ps__estimate_lb *out)
+{
+    int rc;
+    if ((rc = build_problem(e, u, d, name, c)) || (rc = make_schedule(e)))
+        return rc;
+    const ps_schedule *s = e->s;
+    double ws = working_set(u, d);
+    out->mem_gib = -1.0;
+    for (int32_t r = 0; r < u->pp; r++) {
+        const ps_action *a = ps_schedule_rank_actions(s, r);
+        size_t n = ps_schedule_rank_length(s, r);
+        double mem = 0.0, peak = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            const ps_stage_mem *m = &e->mem[a[i].stage];
+            double fwd = 0.0, rest;
+            switch (a[i].kind) {
+            case PS_F:
+                rest = m->f;
+                break;
+            case PS_I:
+                rest = m->b;
+                break;
+            case PS_W:
+                rest = m->w;
+                break;
+            case PS_B:
+                rest = m->b + m->w;
+                break;
+            case PS_FB: {
+                const ps_stage_mem *b = &e->mem[a[i].bstage];
+                fwd = m->f;
+                rest = b->b + (a[i].bkind == PS_B ? b->w : 0.0);
+                break;
+            }
+            default:
+                rest = 0.0;
+            }
+            double at = mem + fwd;
+            double top = at > at + rest ? at : at + rest;
+            mem = at + rest;
+            if (top > peak)
+                peak = top;
+        }
+        double pd, pe;
+        ps_rank_memory rm;
+        rank_params(e, u, s->stage_rank, r, &pd, &pe);
+        rank_memory(u, pd, pe, peak, ws, &rm);
+        if (rm.total > out->mem_gib)
+            out->mem_gib = rm.total, out->peak_rank = r;
+    }
+    out->mem_exact = 1;
+    return 0;
+}
+
 int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
-                       const ps_train *train, ps__estimate_lb *out)
+                       const ps_train *train, int exact_mem, ps__estimate_lb *out)
 {
     if (!e || !model || !hw || !train || !out)
         return PS_EINVAL;
@@ -1274,7 +1351,7 @@ int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_har
     out->step_s = step;
     out->mem_gib = mem_lb;
     out->bubble_s = bubble > 0 ? bubble : 0.0;
-    return 0;
+    return exact_mem ? exact_memory(e, &u, &d, name, c, out) : 0;
 }
 
 uint64_t ps__estimate_reused(const ps_estimate *e)

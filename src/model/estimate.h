@@ -28,12 +28,16 @@ typedef struct ps__estimate_lb {
     double step_s;   /* the step time is at least this */
     double mem_gib;  /* the peak memory per device is at least this */
     double bubble_s; /* of step_s, what is neither busy time nor the tail on its rank */
+    int32_t mem_exact; /* 1: mem_gib is the peak ps_estimate_run would give, bit for bit */
+    int32_t peak_rank; /* with mem_exact: the rank of that peak */
 } ps__estimate_lb;
 
-/* The bounds of (model, hw, train) by the derivation ps_estimate_run makes, without generating
- * or simulating the schedule (estimate.c states the proof). Uses e's tables (its last result
- * is gone). Zeros for a layout "auto" or a custom family. Errors as ps_estimate_run's. */
+/* The bounds of (model, hw, train) by the derivation ps_estimate_run makes, without simulating
+ * the schedule (estimate.c states the proof). exact_mem: also generate the schedule (kept on e
+ * for the run that may follow) and give the exact peak memory, which depends on the order of
+ * each rank's actions only. Uses e's tables (its last result is gone). Zeros for a layout
+ * "auto" or a custom family. Errors as ps_estimate_run's. */
 int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
-                       const ps_train *train, ps__estimate_lb *out);
+                       const ps_train *train, int exact_mem, ps__estimate_lb *out);
 
 #endif

@@ -470,6 +470,33 @@ static int split_even(int32_t pp, int32_t vpp, int32_t layers, int32_t mtp, int3
     return 0;
 }
 
+/*
+ * layout "balanced": the split closest to even when the layers do not divide. With S = pp.vpp
+ * virtual stages, q = layers / S and r = layers mod S, every stage holds q decoder layers and r
+ * of them one more: stages 1, 2, ... first (the stages between the embedding's and the
+ * loss's, which carry neither), then stage 0; the last stage, with the output layer and the
+ * loss, never takes one. When the layers divide evenly it is the even split. The MTP layers go
+ * to the last stage, as in the even split (docs/layout.md).
+ */
+static void split_balanced(int32_t stages, int32_t layers, int32_t mtp, ps_stage_layers *out)
+{
+    for (int32_t s = 0; s < stages; s++)
+        out[s].layers = ps_layout_balanced_count(layers, stages, s);
+    out[0].embedding = 1;
+    out[stages - 1].loss = 1;
+    out[stages - 1].mtp = mtp;
+}
+
+int32_t ps_layout_balanced_count(int32_t layers, int32_t stages, int32_t s)
+{
+    if (stages < 1 || s < 0 || s >= stages || layers < 0)
+        return 0;
+    int32_t q = layers / stages, r = layers % stages;
+    int extra = stages == 1 || (s >= 1 && s <= r && s < stages - 1) ||
+                (s == 0 && r == stages - 1 && stages > 1);
+    return q + (r > 0 && extra ? 1 : 0);
+}
+
 /* ---- the entry point ----------------------------------------------------------------------- */
 
 static int check_args(const char *layout, int32_t pp, int32_t vpp, int32_t layers, int32_t mtp,
@@ -514,8 +541,11 @@ int ps_layout_split(const char *layout, int32_t pp, int32_t vpp, int32_t layers,
     memset(out, 0, (size_t)stages * sizeof *out);
     if (rc) /* bad counts: out is zeroed, as for every other refusal */
         return rc;
-    rc = layout ? split_layout(layout, stages, layers, mtp, out, err, errlen)
-                : split_even(pp, vpp, layers, mtp, first, last, out, err, errlen);
+    if (layout && !strcmp(layout, "balanced"))
+        split_balanced(stages, layers, mtp, out);
+    else
+        rc = layout ? split_layout(layout, stages, layers, mtp, out, err, errlen)
+                    : split_even(pp, vpp, layers, mtp, first, last, out, err, errlen);
     if (rc) {
         memset(out, 0, (size_t)stages * sizeof *out);
         return rc;

@@ -63,7 +63,7 @@ typedef struct worker {
     uint64_t cheap[PS__R_CHEAP], cheap_first[PS__R_CHEAP];
     double mem_min;
     reason_list dyn;
-    uint64_t simulated, failed, over, fitting, pruned, breaks, bounded;
+    uint64_t simulated, failed, over, over_unsimulated, fitting, pruned, breaks;
     double need; /* least memory need seen: exact (simulated) or a lower bound */
     int need_exact;
     int rc;
@@ -339,6 +339,25 @@ static void note_need(worker *w, double gib, int exact)
         w->need = gib, w->need_exact = exact;
 }
 
+/* A candidate whose peak memory (exact: simulated, or summed along the schedule without a
+ * simulation, step 0) exceeds the limit. */
+static int over_memory(worker *w, uint64_t idx, int32_t rank, double gib, double step)
+{
+    const ps__space *s = &w->t->sp;
+    char key[KEY_LEN], ex[EXAMPLE_LEN];
+    snprintf(key, sizeof key, "pipeline rank %d needs more than %.1f GiB", rank, s->limit_gib);
+    snprintf(ex, sizeof ex, "rank %d needs %.1f GiB > %.1f GiB", rank, gib, s->limit_gib);
+    w->over++;
+    w->over_unsimulated += step == 0.0;
+    note_need(w, gib, 1);
+    int rc = count_dynamic(w, idx, ST_OVER_MEMORY, key, ex, gib);
+    if (w->t->recs) {
+        w->t->recs[idx].step = step;
+        w->t->recs[idx].peak = gib;
+    }
+    return rc;
+}
+
 static int evaluate(worker *w, uint64_t idx)
 {
     ps_tune *t = w->t;
@@ -364,31 +383,30 @@ static int evaluate(worker *w, uint64_t idx)
     size_t k = (size_t)s->job.top_k;
     ps_train tr;
     ps_tune_config_train(&s->job, &row.config, &tr);
-    /* The bounds, the cheap one first: a candidate slower than the K-th best and dominated by a
-     * configuration on the front is in neither (docs/tune.md). */
-    ps__estimate_lb lb = {ch.step_lb_s, ch.static_gib, 0.0};
-    if (!s->job.no_prune && w->ntop == k) {
-        double kth = w->top[k - 1].result.step_time_s;
-        int pruned = ch.step_lb_s > kth && front_dominates(w, ch.step_lb_s, ch.static_gib);
-        if (!pruned) {
-            int rc = ps__estimate_bound(w->e, s->m, s->hw, &tr, &lb);
-            if (rc == PS_ENOMEM || rc == PS_EINTERNAL)
-                return ps__seterr(w->err, rc, "%s", ps_estimate_last_error(w->e));
-            if (rc || lb.step_s < ch.step_lb_s)
-                lb.step_s = ch.step_lb_s; /* the estimate's refusal is counted below */
-            if (rc || lb.mem_gib < ch.static_gib)
-                lb.mem_gib = ch.static_gib;
-            w->bounded++;
-            pruned = lb.step_s > kth && front_dominates(w, lb.step_s, lb.mem_gib);
-        }
-        if (pruned) {
-            w->pruned++;
-            set_record(t, idx, ST_PRUNED, 0, w->id, NULL);
-            return 0;
-        }
+    /* The bounds and the exact peak memory, from the stage costs and the schedule without a
+     * simulation; what the estimate refuses here it refuses in the run below, which counts it. */
+    ps__estimate_lb lb;
+    int rc = ps__estimate_bound(w->e, s->m, s->hw, &tr, 1, &lb);
+    if (rc == PS_ENOMEM || rc == PS_EINTERNAL)
+        return ps__seterr(w->err, rc, "%s", ps_estimate_last_error(w->e));
+    if (rc) {
+        memset(&lb, 0, sizeof lb);
+        lb.mem_gib = ch.static_gib;
+    }
+    if (lb.step_s < ch.step_lb_s)
+        lb.step_s = ch.step_lb_s; /* both are lower bounds */
+    if (lb.mem_exact && lb.mem_gib > s->limit_gib)
+        return over_memory(w, idx, lb.peak_rank, lb.mem_gib, 0.0);
+    /* A candidate slower than the K-th best and dominated by a configuration on the front is
+     * in neither (docs/tune.md). */
+    if (!s->job.no_prune && w->ntop == k && lb.step_s > w->top[k - 1].result.step_time_s &&
+        front_dominates(w, lb.step_s, lb.mem_gib)) {
+        w->pruned++;
+        set_record(t, idx, ST_PRUNED, 0, w->id, NULL);
+        return 0;
     }
     w->simulated++;
-    int rc = ps_estimate_run(w->e, s->m, s->hw, &tr);
+    rc = ps_estimate_run(w->e, s->m, s->hw, &tr);
     if (rc == PS_ENOMEM || rc == PS_EINTERNAL)
         return ps__seterr(w->err, rc, "%s", ps_estimate_last_error(w->e));
     if (rc) {
@@ -401,21 +419,9 @@ static int evaluate(worker *w, uint64_t idx)
     if (row.result.step_time_s < lb.step_s * (1 - 1e-12) ||
         row.result.peak_gib < lb.mem_gib * (1 - 1e-12))
         w->breaks++;
-    if (row.result.peak_gib > s->limit_gib) {
-        char key[KEY_LEN], ex[EXAMPLE_LEN];
-        snprintf(key, sizeof key, "pipeline rank %d needs more than %.1f GiB", row.result.peak_rank,
-                 s->limit_gib);
-        snprintf(ex, sizeof ex, "rank %d needs %.1f GiB > %.1f GiB", row.result.peak_rank,
-                 row.result.peak_gib, s->limit_gib);
-        w->over++;
-        note_need(w, row.result.peak_gib, 1);
-        rc = count_dynamic(w, idx, ST_OVER_MEMORY, key, ex, row.result.peak_gib);
-        if (t->recs) {
-            t->recs[idx].step = row.result.step_time_s;
-            t->recs[idx].peak = row.result.peak_gib;
-        }
-        return rc;
-    }
+    if (row.result.peak_gib > s->limit_gib)
+        return over_memory(w, idx, row.result.peak_rank, row.result.peak_gib,
+                           row.result.step_time_s);
     w->fitting++;
     note_need(w, row.result.peak_gib, 1);
     row.gap = dominant_gap(&row.result, &row.gap_s);
@@ -652,7 +658,7 @@ static void merge_stats(ps_tune *t, worker *w, int n, double seconds)
         st->pruned += w[i].pruned;
         st->bound_breaks += w[i].breaks;
         st->reused += ps__estimate_reused(w[i].e); /* each worker has a fresh handle */
-        st->bounded += w[i].bounded;
+        st->over_unsimulated += w[i].over_unsimulated;
         if (w[i].need > 0 && (st->min_need_gib == 0 || w[i].need < st->min_need_gib ||
                               (w[i].need == st->min_need_gib && w[i].need_exact))) {
             st->min_need_gib = w[i].need;
@@ -827,9 +833,11 @@ int ps_tune_write_csv(const ps_tune *t, ps_write_fn write, void *ud)
         if (r->status != ST_OK && r->status != ST_PRUNED &&
             csv_text(write, ud, t->reasons.v[r->reason].key))
             return PS_EIO;
-        if (r->status == ST_OK || r->status == ST_OVER_MEMORY)
+        if (r->status == ST_OK || (r->status == ST_OVER_MEMORY && r->step > 0))
             n = snprintf(line, sizeof line, ",%.9g,%.9g,%.9g,%.9g\n", r->step, r->tok, r->mfu,
                          r->peak);
+        else if (r->status == ST_OVER_MEMORY) /* found without a simulation: no step time */
+            n = snprintf(line, sizeof line, ",,,,%.9g\n", r->peak);
         else
             n = snprintf(line, sizeof line, ",,,,\n");
         if (write(ud, line, (size_t)n))

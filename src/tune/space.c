@@ -42,6 +42,8 @@ static const char *const reason_text[PS__R_CHEAP] = {
     [PS__R_EPETP] = "ep*etp does not divide dp*cp*tp",
     [PS__R_SEQ] = "seq not divisible by 2*cp",
     [PS__R_LAYERS] = "layers not divisible by pp*vpp (even split)",
+    [PS__R_BALANCED] = "layout balanced: the layers divide evenly (the even split) or are fewer "
+                       "than the stages",
     [PS__R_STAGES] = "pp*vpp stages above the engine's limit",
     [PS__R_BATCH] = "gbs not divisible by dp*mbs",
     [PS__R_MICRO] = "micro-batches above the engine's limit",
@@ -61,7 +63,7 @@ const char *ps__tune_reason_text(int reason)
 static const char *const knob_names[PS_KNOBS] = {
     "tp",        "cp",       "pp",  "ep",        "etp",
     "vpp",       "schedule", "mbs", "recompute", "distributed-optimizer",
-    "precision", "a2a"};
+    "precision", "a2a", "layout"};
 
 const char *ps_tune_knob_name(int knob)
 {
@@ -88,6 +90,7 @@ const char *ps_tune_family_name(size_t i)
 static const char *const recompute_words[] = {"none", "selective", "full"};
 static const char *const precision_words[] = {"bf16", "fp8"};
 static const char *const a2a_words[] = {"auto", "flat", "hierarchical"};
+static const char *const layout_words[] = {"even", "balanced"};
 
 static int word_index(const char *const *words, int n, const char *w)
 {
@@ -120,6 +123,9 @@ int ps_tune_value_parse(int knob, const char *word, int32_t *out)
         break;
     case PS_KNOB_A2A:
         i = word_index(a2a_words, 3, word);
+        break;
+    case PS_KNOB_LAYOUT:
+        i = word_index(layout_words, 2, word);
         break;
     case PS_KNOB_DISTOPT: {
         static const char *const words[] = {"0", "off", "false", "no", "1", "on", "true", "yes"};
@@ -159,6 +165,8 @@ int ps_tune_value_name(int knob, int32_t v, char *buf, size_t cap)
         w = precision_words[v];
     else if (knob == PS_KNOB_A2A && v >= 0 && v < 3)
         w = a2a_words[v];
+    else if (knob == PS_KNOB_LAYOUT && v >= 0 && v < 2)
+        w = layout_words[v];
     else if (knob == PS_KNOB_DISTOPT)
         w = v ? "on" : "off";
     int n = w ? snprintf(buf, cap, "%s", w) : snprintf(buf, cap, "%d", (int)v);
@@ -180,6 +188,7 @@ void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_trai
     t->distributed_optimizer = k[PS_KNOB_DISTOPT];
     t->precision = k[PS_KNOB_PRECISION];
     t->a2a = k[PS_KNOB_A2A];
+    t->layout = k[PS_KNOB_LAYOUT] ? "balanced" : NULL;
     int f = k[PS_KNOB_SCHEDULE];
     snprintf(t->schedule, sizeof t->schedule, "%s",
              f >= 0 && f < PS__TUNE_FAMILIES ? families[f].name : "");
@@ -274,6 +283,9 @@ static int candidates(const ps__space *s, int k, int allowed, int32_t *v, int32_
             v[0] = PS_A2A_FLAT, v[1] = PS_A2A_HIERARCHICAL, *n = 2;
         else
             v[(*n)++] = PS_A2A_AUTO;
+        break;
+    case PS_KNOB_LAYOUT:
+        v[0] = 0, v[1] = 1, *n = 2;
         break;
     }
     return 0;
@@ -384,6 +396,24 @@ void ps__space_decode(const ps__space *s, uint64_t idx, ps_tune_config *c)
 
 /* ---- checks and bounds ---------------------------------------------------------------------- */
 
+/* The first decoder layer and the count of virtual stage st of nst: the even split or the
+ * balanced one (layout.c, ps_layout_balanced_count: the stages before st hold q layers each
+ * and the extra ones of them one more). */
+static void stage_span(int32_t layers, int32_t nst, int balanced, int32_t st, int32_t *first,
+                       int32_t *count)
+{
+    int32_t q = layers / nst;
+    if (!balanced) {
+        *first = st * q, *count = q;
+        return;
+    }
+    int32_t r = layers % nst, before = 0;
+    if (r > 0 && st > 0)
+        before = (st - 1 < r ? st - 1 : r) + (r == nst - 1 ? 1 : 0); /* stages 1.. and 0 */
+    *first = st * q + before;
+    *count = ps_layout_balanced_count(layers, nst, st);
+}
+
 /* Parameters (dense / expert, sharded) of virtual stages st of one model copy, split evenly:
  * what estimate.c's rank_params counts (decoder layers, embedding, final norm and an untied
  * output layer; no MTP layers). */
@@ -391,10 +421,11 @@ static void stage_params(const ps__space *s, const int32_t *k, int32_t st, int32
                          int tied_here, double *pd, double *pe)
 {
     const ps_transformer *m = s->m;
-    int32_t per = m->layers / nst, tp = k[PS_KNOB_TP];
+    int32_t tp = k[PS_KNOB_TP], first, count;
+    stage_span(m->layers, nst, k[PS_KNOB_LAYOUT], st, &first, &count);
     double etp = k[PS_KNOB_ETP] > 0 ? k[PS_KNOB_ETP] : tp;
     double emb = (double)m->vocab * m->hidden / tp;
-    for (int32_t l = st * per; l < (st + 1) * per; l++) {
+    for (int32_t l = first; l < first + count; l++) {
         int moe = ps__is_moe_layer(m, l);
         *pd += (moe ? s->dm : s->dl) / tp;
         *pe += moe ? s->em / ((double)k[PS_KNOB_EP] * etp) : 0.0;
@@ -490,8 +521,11 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
     if (cp > 1 && s->job.seq % (2 * cp))
         return PS__R_SEQ;
     int64_t copies = families[f].place == 2 ? 2 : 1;
-    if (m->layers % ((int64_t)pp * vpp))
+    int64_t nst = (int64_t)pp * vpp;
+    if (!k[PS_KNOB_LAYOUT] && m->layers % nst)
         return PS__R_LAYERS;
+    if (k[PS_KNOB_LAYOUT] && (m->layers % nst == 0 || m->layers < nst))
+        return PS__R_BALANCED;
     if ((int64_t)pp * vpp * copies > PS_MAX_STAGES)
         return PS__R_STAGES;
     if (s->job.gbs % ((int64_t)dp * mbs))

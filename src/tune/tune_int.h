@@ -31,6 +31,7 @@ enum {
     PS__R_EPETP,    /* ep.etp does not divide dp.cp.tp */
     PS__R_SEQ,      /* seq % 2cp */
     PS__R_LAYERS,   /* layers % (pp.vpp) */
+    PS__R_BALANCED, /* balanced: the even split, or fewer layers than stages */
     PS__R_STAGES,   /* stages above PS_MAX_STAGES */
     PS__R_BATCH,    /* gbs % (dp.mbs) */
     PS__R_MICRO,    /* micro-batches above PS_MAX_MICROBATCHES */
