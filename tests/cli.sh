@@ -701,6 +701,25 @@ step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^
 # shellcheck disable=SC2086
 expect 0 "tune's first command" -- "$bin" $cmd --json
 contains "$tmp/out" "\"step_time_s\":$step," "tune's command reproduces the step time $step"
+# --draw N --svg FILE: the timeline of row N, whose title carries that row's step time.
+# shellcheck disable=SC2086
+expect 2 "tune --draw without --svg" -- "$bin" tune $tune --draw 1
+contains "$tmp/err" "tune --draw N and --svg FILE go together" "tune --draw needs --svg"
+if "$bin" help draw >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    expect 0 "tune --draw 1" -- "$bin" tune $tune --top 2 --draw 1 --svg "$tmp/row1.svg"
+    is_svg "$tmp/row1.svg" "tune --draw writes the row's timeline"
+    # shellcheck disable=SC2086
+    expect 2 "tune --draw past the ranking" -- "$bin" tune $tune --top 2 --draw 3 --svg "$tmp/r3.svg"
+    contains "$tmp/err" "--draw 3: the ranking has 2 rows" "tune --draw names the rows"
+    absent "$tmp/r3.svg" "tune --draw past the ranking"
+fi
+# The progress bar is for a terminal only: a pipe gets none.
+# shellcheck disable=SC2086
+expect 0 "tune, stderr a pipe" -- "$bin" tune $tune --top 1
+if [ -s "$tmp/err" ]; then
+    fail=$((fail + 1)); echo "FAIL: tune wrote to stderr when it is not a terminal"
+else pass=$((pass + 1)); fi
 expect 2 "tune without its required options" -- "$bin" tune --model llama3-8b
 contains "$tmp/err" "tune needs --hardware, --gpus, --gbs, --seq" "tune names every missing option"
 # shellcheck disable=SC2086

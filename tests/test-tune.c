@@ -570,6 +570,50 @@ START_TEST(reuse_same)
 }
 END_TEST
 
+/* ---- progress ------------------------------------------------------------------------------ */
+
+typedef struct progress_log {
+    int calls, finals;
+    uint64_t last_done, total;
+    double best;
+    int monotone;
+} progress_log;
+
+static void on_progress(void *ud, const ps_tune_progress *p)
+{
+    progress_log *l = ud;
+    l->monotone &= p->done >= l->last_done && p->done <= p->total;
+    l->calls++;
+    l->finals += p->done == p->total;
+    l->last_done = p->done, l->total = p->total, l->best = p->best_step_s;
+}
+
+/* The progress callback: done never goes back, the last call has done = total and the best
+ * step is the ranking's first; whatever the threads. */
+START_TEST(progress_calls)
+{
+    ps_transformer m = dense_model();
+    ps_hardware hw = small_hw();
+    for (int th = 1; th <= 2; th++) {
+        ps_tune_job j = small_job(3);
+        progress_log l = {0, 0, 0, 0, 0.0, 1};
+        j.threads = th, j.progress = on_progress, j.progress_ud = &l;
+        ps_tune *t = tune_ok(&m, &hw, &j);
+        ps_tune_stats st;
+        ps_tune_row first;
+        ck_assert_int_eq(ps_tune_stats_get(t, &st), 0);
+        ck_assert_int_eq(ps_tune_top(t, 0, &first), 0);
+        ck_assert(l.monotone);
+        ck_assert_int_ge(l.calls, 1);
+        ck_assert_int_eq(l.finals, 1);
+        ck_assert_uint_eq(l.last_done, st.candidates);
+        ck_assert_uint_eq(l.total, st.candidates);
+        ck_assert(l.best == first.result.step_time_s);
+        ps_tune_free(t);
+    }
+}
+END_TEST
+
 /* ---- constraints and errors ----------------------------------------------------------------- */
 
 START_TEST(constraints)
@@ -697,6 +741,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, prune_same);
     tcase_add_test(tc, bound_random);
     tcase_add_test(tc, reuse_same);
+    tcase_add_test(tc, progress_calls);
     tcase_add_test(tc, constraints);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, csv_all);

@@ -59,6 +59,16 @@ typedef struct ps_tune_config {
     int32_t knob[PS_KNOBS];
 } ps_tune_config;
 
+/* Where a running search stands (ps_tune_job.progress). */
+typedef struct ps_tune_progress {
+    uint64_t done;      /* candidates evaluated (checked, bounded or simulated) */
+    uint64_t total;     /* candidates of the space */
+    double seconds;     /* since the search started */
+    double best_step_s; /* the fastest fitting step any thread has found; 0: none yet */
+} ps_tune_progress;
+
+typedef void (*ps_tune_progress_fn)(void *ud, const ps_tune_progress *p);
+
 /* The job and the search's settings. */
 typedef struct ps_tune_job {
     int32_t gpus;           /* devices, >= 1 */
@@ -70,6 +80,11 @@ typedef struct ps_tune_job {
     int32_t threads;        /* 0 = every online core */
     int32_t no_prune;       /* 1: simulate every candidate that passes the cheap checks */
     int32_t record_all;     /* 1: keep every candidate's outcome for ps_tune_write_csv */
+    /* Optional: called on the thread that called ps_tune_run, between its chunks of
+     * candidates, at most every 0.2 s, and once more after the last candidate (done = total)
+     * when the search succeeds; ud is progress_ud. It must not call into the handle. */
+    ps_tune_progress_fn progress;
+    void *progress_ud;
 } ps_tune_job;
 
 /* Fills *j: gpus 8, gbs 8, seq 4096, no reserve, top 10, all cores, pruning on. */

@@ -45,7 +45,7 @@ typedef struct cli_opts {
     /* tune */
     const char *tune_fix, *tune_allow, *tune_max, *csv;
     double mem_reserve;
-    long long threads, top;
+    long long threads, top, draw;
     int no_prune;
     /* balance data (balance_data.c) */
     const char *samples, *sample_cost;

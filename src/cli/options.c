@@ -365,9 +365,9 @@ const cli_option cli_options[] = {
     {.name = "svg",
      STRING(svg),
      .metavar = "FILE",
-     .commands = EST,
+     .commands = EST " tune",
      .help = "draw the simulated pipeline as an SVG timeline in seconds\n"
-             "(builds with Graphviz)",
+             "(builds with Graphviz; tune: of the row --draw names)",
      .doc = "Without Graphviz (no `draw` command) it exits with status 2."},
     {.name = "output",
      .letter = 'o',
@@ -428,6 +428,14 @@ const cli_option cli_options[] = {
      .metavar = "FILE",
      .commands = "tune",
      .help = "write every candidate, its outcome and figures as CSV"},
+    {.name = "draw",
+     INT(draw, 1, 10000),
+     .metavar = "N",
+     .commands = "tune",
+     .help = "write the timeline of row N of the ranking (1 = the fastest)\n"
+             "to the --svg FILE",
+     .doc = "Needs `--svg FILE` and a build with Graphviz; a row past the ranking exits with "
+            "status 2."},
     {.name = "no-prune",
      FLAG(no_prune),
      .commands = "tune",

@@ -443,11 +443,84 @@ static int outputs(const cli_opts *o, const ps_transformer *m, const ps_hardware
     return EXIT_OK;
 }
 
+/* ---- the progress bar and the drawing ----------------------------------------------------- */
+
+/* The bar on stderr (a terminal): share done, count, rate, time left, best step so far. The
+ * last call (done = total) erases it, so that the terminal keeps only the results. */
+static void progress_bar(void *ud, const ps_tune_progress *p)
+{
+    (void)ud;
+    if (p->done >= p->total) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+        return;
+    }
+    enum { WIDTH = 24 };
+    double share = p->total ? (double)p->done / (double)p->total : 1.0;
+    double rate = p->seconds > 0 ? (double)p->done / p->seconds : 0.0;
+    double left = rate > 0 ? (double)(p->total - p->done) / rate : 0.0;
+    char bar[WIDTH + 1];
+    int full = (int)(share * WIDTH);
+    for (int i = 0; i < WIDTH; i++)
+        bar[i] = i < full ? '#' : '-';
+    bar[WIDTH] = 0;
+    fprintf(stderr, "\r\033[K%3.0f%% [%s] %llu/%llu, %.0f/s, %.0f s left", 100.0 * share, bar,
+            (unsigned long long)p->done, (unsigned long long)p->total, rate, left);
+    if (p->best_step_s > 0)
+        fprintf(stderr, ", best %.4g s", p->best_step_s);
+    fflush(stderr);
+}
+
+/* --draw N --svg FILE: the timeline of row N, simulated again with the estimate. */
+static int draw_row(const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
+                    const ps_tune *t, const ps_tune_job *job)
+{
+    ps_tune_row row;
+    size_t n = ps_tune_top_count(t);
+    if ((size_t)o->draw > n) {
+        fprintf(stderr, "pipesched: --draw %lld: the ranking has %zu row%s\n", o->draw, n,
+                n == 1 ? "" : "s");
+        return EXIT_USAGE;
+    }
+    ps_tune_top(t, (size_t)o->draw - 1, &row);
+    ps_train tr;
+    ps_tune_config_train(job, &row.config, &tr);
+    ps_estimate *e;
+    int rc = ps_estimate_new(&e, NULL);
+    if (!rc)
+        rc = ps_estimate_run(e, m, hw, &tr);
+    int ex = rc ? cli_report("tune --draw", rc, e ? ps_estimate_last_error(e) : NULL)
+                : cli_find("draw")->timeline_svg(ps_estimate_schedule(e), ps_estimate_sim(e),
+                                                 "s", "tune --draw", o->svg);
+    ps_estimate_free(e);
+    return ex;
+}
+
+/* --draw needs --svg and the drawings (a build with Graphviz): refused before the search. */
+static int check_draw(const cli_opts *o)
+{
+    const cli_command *draw = cli_find("draw");
+    if (o->draw < 0 && !o->svg)
+        return EXIT_OK;
+    if (o->draw < 0 || !o->svg) {
+        fprintf(stderr, "pipesched: tune --draw N and --svg FILE go together (the timeline of "
+                        "row N into FILE)\n");
+        return EXIT_USAGE;
+    }
+    if (draw && draw->timeline_svg)
+        return EXIT_OK;
+    fprintf(stderr, "pipesched: tune --draw needs the SVG drawings, and this pipesched was built "
+                    "without Graphviz (meson -Dviz)\n");
+    return EXIT_USAGE;
+}
+
 static int tune_main(const cli_opts *o)
 {
     ps_transformer model;
     ps_hardware hw;
     int ex = check_required(o);
+    if (!ex)
+        ex = check_draw(o);
     if (!ex)
         ex = load_spec("model", o->model, &model, NULL);
     if (!ex)
@@ -479,8 +552,12 @@ static int tune_main(const cli_opts *o)
             job.top_k = (int32_t)o->top;
         job.no_prune = o->no_prune;
         job.record_all = o->csv != NULL;
+        if (isatty(STDERR_FILENO))
+            job.progress = progress_bar;
         rc = ps_tune_run(t, &model, &hw, &job);
         ex = rc ? cli_report("tune", rc, ps_tune_last_error(t)) : outputs(o, &model, &hw, t);
+        if (!ex && o->draw > 0)
+            ex = draw_row(o, &model, &hw, t, &job);
     }
     ps_tune_free(t);
     return ex;

@@ -82,6 +82,9 @@ struct ps_tune {
     record *recs;
     uint64_t nrecs;
     _Atomic uint64_t next;
+    _Atomic uint64_t done;      /* candidates evaluated */
+    _Atomic uint64_t best_bits; /* the best fitting step so far, as its bits (0: none) */
+    double t0, reported;        /* the start; the last progress call */
     int have;
     char err[PS__ERRLEN];
 };
@@ -358,6 +361,39 @@ static int over_memory(worker *w, uint64_t idx, int32_t rank, double gib, double
     return rc;
 }
 
+/* Lowers the shared best step to step when faster. Positive doubles order as their bits. */
+static void publish_best(ps_tune *t, double step)
+{
+    uint64_t bits;
+    memcpy(&bits, &step, sizeof bits);
+    uint64_t old = atomic_load(&t->best_bits);
+    while ((old == 0 || bits < old) && !atomic_compare_exchange_weak(&t->best_bits, &old, bits))
+        ;
+}
+
+static double now_s(void);
+
+/* The progress call (worker 0 only), at most every 0.2 s unless final. */
+static void report(ps_tune *t, int final)
+{
+    const ps_tune_job *j = &t->sp.job;
+    double now = now_s();
+    if (!j->progress || (!final && now - t->reported < 0.2))
+        return;
+    t->reported = now;
+    ps_tune_progress p;
+    uint64_t bits = atomic_load(&t->best_bits);
+    p.done = atomic_load(&t->done);
+    p.total = t->sp.total;
+    if (!final && p.done >= p.total)
+        return; /* the final call says it, once */
+    p.seconds = now - t->t0;
+    memcpy(&p.best_step_s, &bits, sizeof bits);
+    if (!bits)
+        p.best_step_s = 0.0;
+    j->progress(j->progress_ud, &p);
+}
+
 static int evaluate(worker *w, uint64_t idx)
 {
     ps_tune *t = w->t;
@@ -426,6 +462,7 @@ static int evaluate(worker *w, uint64_t idx)
     note_need(w, row.result.peak_gib, 1);
     row.gap = dominant_gap(&row.result, &row.gap_s);
     set_record(t, idx, ST_OK, 0, w->id, &row.result);
+    publish_best(t, row.result.step_time_s);
     top_insert(w->top, &w->ntop, k, &row);
     return front_insert(w, &row);
 }
@@ -442,6 +479,9 @@ static void *work(void *arg)
         uint64_t hi = total - lo < CHUNK ? total : lo + CHUNK;
         for (uint64_t i = lo; i < hi && !w->rc; i++)
             w->rc = evaluate(w, i);
+        atomic_fetch_add(&t->done, hi - lo);
+        if (w->id == 0)
+            report(t, 0);
     }
     if (w->rc)
         atomic_store(&t->next, total); /* the others stop at their next chunk */
@@ -698,6 +738,9 @@ int ps_tune_run(ps_tune *t, const ps_transformer *model, const ps_hardware *hw,
     worker *w = NULL;
     double t0 = now_s();
     atomic_store(&t->next, 0);
+    atomic_store(&t->done, 0);
+    atomic_store(&t->best_bits, 0);
+    t->t0 = t->reported = t0;
     rc = start_workers(t, &w, n);
     if (!rc)
         rc = run_workers(t, w, n);
@@ -715,6 +758,7 @@ int ps_tune_run(ps_tune *t, const ps_transformer *model, const ps_hardware *hw,
         return rc;
     }
     t->have = 1;
+    report(t, 1);
     return 0;
 }
 
