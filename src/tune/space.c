@@ -254,9 +254,11 @@ static int candidates(const ps__space *s, int k, int allowed, int32_t *v, int32_
             v[(*n)++] = 0;
         break;
     case PS_KNOB_VPP:
+        /* 2 always: the V families' placement, with the balanced layout where it does not
+         * divide the layers. */
         v[(*n)++] = 1;
         for (int32_t d = 2; d <= m->layers && d <= PS_MAX_VPP; d++)
-            if (m->layers % d == 0)
+            if (m->layers % d == 0 || d == 2)
                 v[(*n)++] = d;
         break;
     case PS_KNOB_SCHEDULE:
