@@ -346,8 +346,7 @@ START_TEST(layout_balanced)
     const want_stage six[] = {{0, 1, 1, 0, 0}, {1, 2, 0, 0, 0}, {3, 2, 0, 0, 0}, {5, 1, 0, 0, 1}};
     expect_split("balanced", 6, 0, 0, 0, six, 4);
     /* 7 over 4: r 3 = stages - 1: stages 1, 2 and then 0 take one more; 1 MTP layer last. */
-    const want_stage seven[] = {
-        {0, 2, 1, 0, 0}, {2, 2, 0, 0, 0}, {4, 2, 0, 0, 0}, {6, 1, 0, 1, 1}};
+    const want_stage seven[] = {{0, 2, 1, 0, 0}, {2, 2, 0, 0, 0}, {4, 2, 0, 0, 0}, {6, 1, 0, 1, 1}};
     expect_split("balanced", 7, 1, 0, 0, seven, 4);
     /* Layers that divide: the even split. */
     const want_stage even[] = {{0, 2, 1, 0, 0}, {2, 2, 0, 0, 0}, {4, 2, 0, 0, 1}};

@@ -9,7 +9,7 @@
 #include "common.h"
 
 #include "model/estimate.h" /* ps__estimate_bound */
-#include "tune/tune_int.h"     /* ps__space_build, ps__space_bounds: the bounds checked directly */
+#include "tune/tune_int.h"  /* ps__space_build, ps__space_bounds: the bounds checked directly */
 
 #include <math.h>
 #include <pipesched/tune.h>
@@ -127,88 +127,89 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                 for (int mbs = 1; mbs <= GBS; mbs++)
                                     for (int rec = 0; rec < 3; rec++)
                                         for (int dist = 0; dist < 2; dist++)
-                                            for (int a2a = moe ? 1 : 0; a2a <= (moe ? 2 : 0);
-                                                 a2a++)
+                                            for (int a2a = moe ? 1 : 0; a2a <= (moe ? 2 : 0); a2a++)
                                                 for (int lay = 0; lay < 2; lay++) {
-                                                if (!divides(GPUS, tp) || !divides(GPUS, cp) ||
-                                                    !divides(GPUS, pp) ||
-                                                    (moe && !divides(m->experts, ep)) ||
-                                                    (moe && !divides(GPUS, etp)) ||
-                                                    (vpp > 1 && !divides(m->layers, vpp)) ||
-                                                    !divides(GBS, mbs))
-                                                    continue; /* not in the lists */
-                                                order++;
-                                                if (pp == 1 && (f != 0 || vpp != 1))
-                                                    continue;
-                                                if ((fam_vpp[f] > 0 && vpp != fam_vpp[f]) ||
-                                                    (fam_vpp[f] < 0 && vpp < 2))
-                                                    continue;
-                                                /* The even split, or balanced where it differs
-                                                 * and every stage has a layer. */
-                                                int split = m->layers % (pp * vpp) != 0;
-                                                if (lay != split || m->layers < pp * vpp)
-                                                    continue;
-                                                ps_train t;
-                                                ps_train_init(&t);
-                                                t.gpus = GPUS, t.gbs = GBS, t.seq = SEQ;
-                                                t.tp = tp, t.cp = cp, t.pp = pp, t.ep = ep,
-                                                t.etp = etp, t.vpp = vpp, t.mbs = mbs;
-                                                t.recompute = rec, t.distributed_optimizer = dist,
-                                                t.a2a = a2a;
-                                                strcpy(t.schedule, fam[f]);
-                                                t.layout = lay ? "balanced" : NULL;
-                                                /* The strong bounds first, on the same handle:
-                                                 * the run after them must not notice. */
-                                                ps__estimate_lb elb;
-                                                int brc = ps__estimate_bound(e, m, hw, &t, 1, &elb);
-                                                if (ps_estimate_run(e, m, hw, &t))
-                                                    continue;
-                                                ck_assert_int_eq(brc, 0);
-                                                ps_estimate_result r;
-                                                ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
-                                                ck_assert_msg(elb.step_s <= r.step_time_s *
-                                                                                (1 + 1e-12) &&
-                                                                  elb.mem_exact &&
-                                                                  elb.mem_gib == r.peak_gib &&
-                                                                  elb.peak_rank == r.peak_rank,
-                                                              "%s %s tp%d pp%d vpp%d: bound %g s, "
-                                                              "memory %.17g GiB; run %g s, "
-                                                              "%.17g GiB",
-                                                              m->name, fam[f], tp, pp, vpp,
-                                                              elb.step_s, elb.mem_gib,
-                                                              r.step_time_s, r.peak_gib);
-                                                /* The bounds: the static memory is the estimate's
-                                                 * own, the step bound below it. */
-                                                ps_tune_config c = {{tp, cp, pp, ep, etp, vpp, f,
-                                                                     mbs, rec, dist, 0, a2a,
-                                                                     lay}};
-                                                double gib, lb, worst = 0;
-                                                ps__space_bounds(&sp, &c, r.dp, &gib, &lb);
-                                                for (int rk = 0; rk < pp; rk++) {
-                                                    ps_rank_memory rm;
-                                                    ck_assert_int_eq(
-                                                        ps_estimate_rank_memory(e, rk, &rm), 0);
-                                                    double s = rm.weights + rm.grads +
-                                                               rm.optimizer + rm.overhead;
-                                                    worst = s > worst ? s : worst;
+                                                    if (!divides(GPUS, tp) || !divides(GPUS, cp) ||
+                                                        !divides(GPUS, pp) ||
+                                                        (moe && !divides(m->experts, ep)) ||
+                                                        (moe && !divides(GPUS, etp)) ||
+                                                        (vpp > 1 && !divides(m->layers, vpp)) ||
+                                                        !divides(GBS, mbs))
+                                                        continue; /* not in the lists */
+                                                    order++;
+                                                    if (pp == 1 && (f != 0 || vpp != 1))
+                                                        continue;
+                                                    if ((fam_vpp[f] > 0 && vpp != fam_vpp[f]) ||
+                                                        (fam_vpp[f] < 0 && vpp < 2))
+                                                        continue;
+                                                    /* The even split, or balanced where it differs
+                                                     * and every stage has a layer. */
+                                                    int split = m->layers % (pp * vpp) != 0;
+                                                    if (lay != split || m->layers < pp * vpp)
+                                                        continue;
+                                                    ps_train t;
+                                                    ps_train_init(&t);
+                                                    t.gpus = GPUS, t.gbs = GBS, t.seq = SEQ;
+                                                    t.tp = tp, t.cp = cp, t.pp = pp, t.ep = ep,
+                                                    t.etp = etp, t.vpp = vpp, t.mbs = mbs;
+                                                    t.recompute = rec,
+                                                    t.distributed_optimizer = dist, t.a2a = a2a;
+                                                    strcpy(t.schedule, fam[f]);
+                                                    t.layout = lay ? "balanced" : NULL;
+                                                    /* The strong bounds first, on the same handle:
+                                                     * the run after them must not notice. */
+                                                    ps__estimate_lb elb;
+                                                    int brc =
+                                                        ps__estimate_bound(e, m, hw, &t, 1, &elb);
+                                                    if (ps_estimate_run(e, m, hw, &t))
+                                                        continue;
+                                                    ck_assert_int_eq(brc, 0);
+                                                    ps_estimate_result r;
+                                                    ck_assert_int_eq(ps_estimate_result_get(e, &r),
+                                                                     0);
+                                                    ck_assert_msg(
+                                                        elb.step_s <= r.step_time_s * (1 + 1e-12) &&
+                                                            elb.mem_exact &&
+                                                            elb.mem_gib == r.peak_gib &&
+                                                            elb.peak_rank == r.peak_rank,
+                                                        "%s %s tp%d pp%d vpp%d: bound %g s, "
+                                                        "memory %.17g GiB; run %g s, "
+                                                        "%.17g GiB",
+                                                        m->name, fam[f], tp, pp, vpp, elb.step_s,
+                                                        elb.mem_gib, r.step_time_s, r.peak_gib);
+                                                    /* The bounds: the static memory is the
+                                                     * estimate's own, the step bound below it. */
+                                                    ps_tune_config c = {{tp, cp, pp, ep, etp, vpp,
+                                                                         f, mbs, rec, dist, 0, a2a,
+                                                                         lay}};
+                                                    double gib, lb, worst = 0;
+                                                    ps__space_bounds(&sp, &c, r.dp, &gib, &lb);
+                                                    for (int rk = 0; rk < pp; rk++) {
+                                                        ps_rank_memory rm;
+                                                        ck_assert_int_eq(
+                                                            ps_estimate_rank_memory(e, rk, &rm), 0);
+                                                        double s = rm.weights + rm.grads +
+                                                                   rm.optimizer + rm.overhead;
+                                                        worst = s > worst ? s : worst;
+                                                    }
+                                                    ck_assert_msg(
+                                                        fabs(gib - worst) <= 1e-9 * worst,
+                                                        "%s %s tp%d pp%d vpp%d: bound %.12g, "
+                                                        "estimate %.12g",
+                                                        m->name, fam[f], tp, pp, vpp, gib, worst);
+                                                    ck_assert_msg(lb <= r.step_time_s,
+                                                                  "step bound %g above the step %g",
+                                                                  lb, r.step_time_s);
+                                                    if (r.peak_gib > limit)
+                                                        continue;
+                                                    if (n == cap)
+                                                        rows = realloc(rows,
+                                                                       (cap *= 2) * sizeof *rows);
+                                                    brute_row *b = &rows[n++];
+                                                    memcpy(b->knob, c.knob, sizeof b->knob);
+                                                    b->step = r.step_time_s, b->peak = r.peak_gib,
+                                                    b->order = order;
                                                 }
-                                                ck_assert_msg(fabs(gib - worst) <= 1e-9 * worst,
-                                                              "%s %s tp%d pp%d vpp%d: bound %.12g, "
-                                                              "estimate %.12g",
-                                                              m->name, fam[f], tp, pp, vpp, gib,
-                                                              worst);
-                                                ck_assert_msg(lb <= r.step_time_s,
-                                                              "step bound %g above the step %g", lb,
-                                                              r.step_time_s);
-                                                if (r.peak_gib > limit)
-                                                    continue;
-                                                if (n == cap)
-                                                    rows = realloc(rows, (cap *= 2) * sizeof *rows);
-                                                brute_row *b = &rows[n++];
-                                                memcpy(b->knob, c.knob, sizeof b->knob);
-                                                b->step = r.step_time_s, b->peak = r.peak_gib,
-                                                b->order = order;
-                                            }
     ps_estimate_free(e);
     qsort(rows, n, sizeof *rows, brute_cmp);
     *count = n;
@@ -517,10 +518,9 @@ START_TEST(reuse_same)
         static const struct {
             const char *what;
             int same;
-        } steps[] = {{"first", 0},          {"distopt", 1},   {"overlap_grad", 1},
-                     {"overlap_param", 1},  {"mbs", 0},       {"distopt", 1},
-                     {"recompute", 0},      {"schedule", 0},  {"distopt", 1},
-                     {"overlap_grad", 1},   {"pp", 0},        {"distopt", 1}};
+        } steps[] = {{"first", 0},   {"distopt", 1},      {"overlap_grad", 1}, {"overlap_param", 1},
+                     {"mbs", 0},     {"distopt", 1},      {"recompute", 0},    {"schedule", 0},
+                     {"distopt", 1}, {"overlap_grad", 1}, {"pp", 0},           {"distopt", 1}};
         ps_train t;
         ps_train_init(&t);
         t.gpus = 8, t.gbs = 16, t.seq = SEQ, t.tp = 2, t.pp = 2, t.vpp = 2, t.mbs = 1;
@@ -546,9 +546,10 @@ START_TEST(reuse_same)
             ck_assert_int_eq(ps_estimate_run(kept, &models[i], &hw, &t), 0);
             ps__estimate_forget(fresh);
             ck_assert_int_eq(ps_estimate_run(fresh, &models[i], &hw, &t), 0);
-            ck_assert_msg(ps__estimate_reused(kept) == expect, "%s, step %zu (%s): reused %llu, "
-                          "expected %llu", models[i].name, k, w,
-                          (unsigned long long)ps__estimate_reused(kept),
+            ck_assert_msg(ps__estimate_reused(kept) == expect,
+                          "%s, step %zu (%s): reused %llu, "
+                          "expected %llu",
+                          models[i].name, k, w, (unsigned long long)ps__estimate_reused(kept),
                           (unsigned long long)expect);
             ck_assert_uint_eq(ps__estimate_reused(fresh), 0);
             ps_estimate_result a, b;

@@ -148,11 +148,11 @@ typedef struct ps_tune_stats {
     double seconds;        /* wall time of the search */
     double candidates_per_s, simulated_per_s;
     int32_t threads;
-    double limit_gib;       /* hbm_gib - mem_reserve_gib */
-    double min_need_gib;    /* the least memory any candidate needs (exact or a lower bound) */
-    int32_t min_need_exact; /* 1: min_need_gib is a simulated peak; 0: a lower bound */
-    uint64_t reused;        /* of simulated: the inputs were the simulation before's, bit for
-                               bit, and its timeline was reused (depends on the threads) */
+    double limit_gib;          /* hbm_gib - mem_reserve_gib */
+    double min_need_gib;       /* the least memory any candidate needs (exact or a lower bound) */
+    int32_t min_need_exact;    /* 1: min_need_gib is a simulated peak; 0: a lower bound */
+    uint64_t reused;           /* of simulated: the inputs were the simulation before's, bit for
+                                  bit, and its timeline was reused (depends on the threads) */
     uint64_t over_unsimulated; /* of over_memory: found by the exact peak memory, which needs the
                                   schedule but no simulation, so not in simulated */
 } ps_tune_stats;

@@ -354,14 +354,15 @@ static void print_json(FILE *f, const cli_opts *o, const ps_transformer *m, cons
     fprintf(f,
             "{\"search\":{\"candidates\":%llu,\"rejected\":%llu,\"simulated\":%llu,\"failed\":%llu,"
             "\"over_memory\":%llu,\"fitting\":%llu,\"reused\":%llu,\"pruned\":%llu,"
-            "\"over_memory_unsimulated\":%llu,\"seconds\":%s,\"candidates_per_s\":%s,\"simulated_per_s\":%s,"
+            "\"over_memory_unsimulated\":%llu,\"seconds\":%s,\"candidates_per_s\":%s,\"simulated_"
+            "per_s\":%s,"
             "\"threads\":%d},\n",
             (unsigned long long)st->candidates, (unsigned long long)st->rejected,
             (unsigned long long)st->simulated, (unsigned long long)st->failed,
             (unsigned long long)st->over_memory, (unsigned long long)st->fitting,
             (unsigned long long)st->reused, (unsigned long long)st->pruned,
-            (unsigned long long)st->over_unsimulated, CLI_NUM(st->seconds), CLI_NUM(st->candidates_per_s),
-            CLI_NUM(st->simulated_per_s), st->threads);
+            (unsigned long long)st->over_unsimulated, CLI_NUM(st->seconds),
+            CLI_NUM(st->candidates_per_s), CLI_NUM(st->simulated_per_s), st->threads);
     fprintf(f, "\"limit_gib\":%s,\n\"top\":[", CLI_NUM(st->limit_gib));
     for (size_t i = 0; i < ps_tune_top_count(t); i++) {
         ps_tune_row r;
@@ -490,8 +491,8 @@ static int draw_row(const cli_opts *o, const ps_transformer *m, const ps_hardwar
     if (!rc)
         rc = ps_estimate_run(e, m, hw, &tr);
     int ex = rc ? cli_report("tune --draw", rc, e ? ps_estimate_last_error(e) : NULL)
-                : cli_find("draw")->timeline_svg(ps_estimate_schedule(e), ps_estimate_sim(e),
-                                                 "s", "tune --draw", o->svg);
+                : cli_find("draw")->timeline_svg(ps_estimate_schedule(e), ps_estimate_sim(e), "s",
+                                                 "tune --draw", o->svg);
     ps_estimate_free(e);
     return ex;
 }

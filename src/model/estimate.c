@@ -882,9 +882,9 @@ static int results(ps_estimate *e, const ps__setup *u, const derived *d, double 
 static double p2p_cost(const ps__setup *u)
 {
     double act = u->T * u->m->hidden * 2.0 / u->ts;
-    return u->pp > 1 ? ps__coll_s(u, PS__P2P, 2, act,
-                                  (long long)u->tp * u->cp * u->dp >= u->gpn ? 1 : 2)
-                     : 0.0;
+    return u->pp > 1
+               ? ps__coll_s(u, PS__P2P, 2, act, (long long)u->tp * u->cp * u->dp >= u->gpn ? 1 : 2)
+               : 0.0;
 }
 
 /* ---- the automatic partition (partition.c) ------------------------------------------------ */
@@ -1321,8 +1321,8 @@ int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_har
             dp += gather;
         tail[r] = dp + opt;
         double held = t.distributed_optimizer ? pd / dd + pe / edp : pd + pe;
-        double gib = (6.0 * (pd + pe) + 12.0 * held + (act > 0 ? act : 0.0) + ws) / GIB +
-                     h.overhead_gib;
+        double gib =
+            (6.0 * (pd + pe) + 12.0 * held + (act > 0 ? act : 0.0) + ws) / GIB + h.overhead_gib;
         if (gib > mem_lb)
             mem_lb = gib;
     }

@@ -25,9 +25,9 @@ uint64_t ps__estimate_reused(const ps_estimate *e);
 
 /* Lower bounds of one configuration, computed without a simulation (ps__estimate_bound). */
 typedef struct ps__estimate_lb {
-    double step_s;   /* the step time is at least this */
-    double mem_gib;  /* the peak memory per device is at least this */
-    double bubble_s; /* of step_s, what is neither busy time nor the tail on its rank */
+    double step_s;     /* the step time is at least this */
+    double mem_gib;    /* the peak memory per device is at least this */
+    double bubble_s;   /* of step_s, what is neither busy time nor the tail on its rank */
     int32_t mem_exact; /* 1: mem_gib is the peak ps_estimate_run would give, bit for bit */
     int32_t peak_rank; /* with mem_exact: the rank of that peak */
 } ps__estimate_lb;

@@ -61,9 +61,9 @@ const char *ps__tune_reason_text(int reason)
 /* ---- names and words ----------------------------------------------------------------------- */
 
 static const char *const knob_names[PS_KNOBS] = {
-    "tp",        "cp",       "pp",  "ep",        "etp",
-    "vpp",       "schedule", "mbs", "recompute", "distributed-optimizer",
-    "precision", "a2a", "layout"};
+    "tp",        "cp",       "pp",    "ep",        "etp",
+    "vpp",       "schedule", "mbs",   "recompute", "distributed-optimizer",
+    "precision", "a2a",      "layout"};
 
 const char *ps_tune_knob_name(int knob)
 {
