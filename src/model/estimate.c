@@ -39,7 +39,7 @@ struct ps_estimate {
     ps_sim *sim;
     /* The shape s was generated and validated for (have_shape 0: none, s must be made). */
     shape shape;
-    int have_shape;
+    int have_shape, validated; /* validated: s passed ps_schedule_validate */
     /* Per virtual stage (cap_st entries each): the layers it holds, its durations, the extras
      * of MoE mode, its memory model, its TP and CP seconds in F and in I, scratch. */
     size_t cap_st;
@@ -580,8 +580,10 @@ static int same_shape(const shape *a, const shape *b)
  * plan with the costs (zb-auto does): the search changes the costs far more often than the
  * shape. What generation would still check on a kept schedule, the MoE layers per stage (the
  * stage tables' counts are in the shape), is checked here with generation's message.
+ * validate 0 (the exact memory of the search, which only reads the action lists) leaves the
+ * validation to the first simulation of the schedule.
  */
-static int make_schedule(ps_estimate *e)
+static int make_schedule(ps_estimate *e, int validate)
 {
     shape k = shape_of(e->pb);
     int rc;
@@ -589,14 +591,22 @@ static int make_schedule(ps_estimate *e)
         ps_schedule *s = e->s;
         if (k.has_moe && (rc = ps__check_stage_layers(e->pb, s->nstages / s->param_copies, s->err)))
             return fail(e, rc, "schedule", s->err);
-        return 0;
+    } else {
+        e->have_shape = 0;
+        e->validated = 0;
+        e->snap_n = 0; /* the simulation kept is of the schedule replaced here */
+        if ((rc = ps_schedule_generate(e->s, e->pb)))
+            return fail(e, rc, "schedule", ps_schedule_last_error(e->s));
+        e->shape = k;
+        e->have_shape = 1;
     }
-    e->have_shape = 0;
-    e->snap_n = 0; /* the simulation kept is of the schedule replaced here */
-    if ((rc = ps_schedule_generate(e->s, e->pb)) || (rc = ps_schedule_validate(e->s)))
-        return fail(e, rc, "schedule", ps_schedule_last_error(e->s));
-    e->shape = k;
-    e->have_shape = 1;
+    if (validate && !e->validated) {
+        if ((rc = ps_schedule_validate(e->s))) {
+            e->have_shape = 0;
+            return fail(e, rc, "schedule", ps_schedule_last_error(e->s));
+        }
+        e->validated = 1;
+    }
     return 0;
 }
 
@@ -665,7 +675,7 @@ static void snap_take(ps_estimate *e, const ps__setup *u, double c)
 static int simulate(ps_estimate *e)
 {
     int rc;
-    if ((rc = make_schedule(e)))
+    if ((rc = make_schedule(e, 1)))
         return rc;
     if ((rc = ps_sim_run(e->sim, e->s, e->pb)))
         return fail(e, rc, "simulation", ps_sim_last_error(e->sim));
@@ -1176,7 +1186,7 @@ static int exact_memory(ps_estimate *e, const ps__setup *u, const derived *d, co
                         double c, ps__estimate_lb *out)
 {
     int rc;
-    if ((rc = build_problem(e, u, d, name, c)) || (rc = make_schedule(e)))
+    if ((rc = build_problem(e, u, d, name, c)) || (rc = make_schedule(e, 0)))
         return rc;
     const ps_schedule *s = e->s;
     double ws = working_set(u, d);
