@@ -434,8 +434,9 @@ static int evaluate(worker *w, uint64_t idx)
     if (lb.mem_exact && lb.mem_gib > s->limit_gib)
         return over_memory(w, idx, lb.peak_rank, lb.mem_gib, 0.0);
     /* A candidate slower than the K-th best and dominated by a configuration on the front is
-     * in neither (docs/tune.md). */
-    if (!s->job.no_prune && w->ntop == k && lb.step_s > w->top[k - 1].result.step_time_s &&
+     * in neither (docs/tune.md). One the estimate refused is not pruned: the run below counts
+     * its reason, whatever the threads found. */
+    if (!rc && !s->job.no_prune && w->ntop == k && lb.step_s > w->top[k - 1].result.step_time_s &&
         front_dominates(w, lb.step_s, lb.mem_gib)) {
         w->pruned++;
         set_record(t, idx, ST_PRUNED, 0, w->id, NULL);
