@@ -468,6 +468,26 @@ static int evaluate(worker *w, uint64_t idx)
     return front_insert(w, &row);
 }
 
+/*
+ * Evaluates the candidates [lo, hi) so that the ones that differ only in the distributed
+ * optimizer come one after the other: their simulations are the same, and the estimate reuses
+ * the one before (docs/tune.md, "Reuse"). In the numbering they are stride apart whenever a
+ * later knob (precision, a2a, layout) takes two values. The order changes no result: every
+ * outcome is a function of the candidate, and the merge orders by candidate number.
+ */
+static void visit_chunk(worker *w, uint64_t lo, uint64_t hi)
+{
+    const ps__space *s = &w->t->sp;
+    uint64_t stride = s->stride[PS_KNOB_DISTOPT], nv = (uint64_t)s->nv[PS_KNOB_DISTOPT];
+    for (uint64_t x = lo; x < hi && !w->rc; x++) {
+        uint64_t digit = (x / stride) % nv;
+        if (digit != 0 && x - lo >= stride)
+            continue; /* visited with the first member of its group in [lo, hi) */
+        for (uint64_t y = x; digit < nv && y < hi && !w->rc; digit++, y += stride)
+            w->rc = evaluate(w, y);
+    }
+}
+
 static void *work(void *arg)
 {
     worker *w = arg;
@@ -478,8 +498,7 @@ static void *work(void *arg)
         if (lo >= total || w->rc)
             break;
         uint64_t hi = total - lo < CHUNK ? total : lo + CHUNK;
-        for (uint64_t i = lo; i < hi && !w->rc; i++)
-            w->rc = evaluate(w, i);
+        visit_chunk(w, lo, hi);
         atomic_fetch_add(&t->done, hi - lo);
         if (w->id == 0)
             report(t, 0);
