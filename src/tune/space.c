@@ -49,7 +49,7 @@ static const char *const reason_text[PS__R_CHEAP] = {
     [PS__R_MICRO] = "micro-batches above the engine's limit",
     [PS__R_FAMILY_M] = "the schedule's conditions on pp and micro-batches (dualpipe: pp even, m "
                        "even, m >= 2pp; dualpipev: m >= 2pp; interleaved, adaptive with vpp > 1: "
-                       "m >= pp)",
+                       "m a multiple of pp, the default group size)",
     [PS__R_MEMORY] = "weights, gradients, optimizer state and overhead alone exceed the memory",
 };
 
@@ -537,7 +537,7 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
         return PS__R_MICRO;
     if ((f == F_DUALPIPE && (pp % 2 || micro % 2 || micro < 2 * pp)) ||
         (f == F_DUALPIPEV && micro < 2 * pp) ||
-        ((f == F_INTERLEAVED || f == F_ADAPTIVE) && vpp > 1 && micro < pp))
+        ((f == F_INTERLEAVED || f == F_ADAPTIVE) && vpp > 1 && (micro < pp || micro % pp)))
         return PS__R_FAMILY_M;
     out->dp = dp;
     out->micro = micro;
