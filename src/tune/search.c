@@ -431,13 +431,17 @@ static int evaluate(worker *w, uint64_t idx)
     }
     if (lb.step_s < ch.step_lb_s)
         lb.step_s = ch.step_lb_s; /* both are lower bounds */
+    /* The bound sums the durations in another order than the simulation, so it may exceed a
+     * step it equals by a few ulps: pruning compares it less a margin far above rounding, so
+     * that a tie with a found configuration never prunes a point of the front. */
+    double prune_lb = lb.step_s * (1.0 - 1e-9);
     if (lb.mem_exact && lb.mem_gib > s->limit_gib)
         return over_memory(w, idx, lb.peak_rank, lb.mem_gib, 0.0);
     /* A candidate slower than the K-th best and dominated by a configuration on the front is
      * in neither (docs/tune.md). One the estimate refused is not pruned: the run below counts
      * its reason, whatever the threads found. */
-    if (!rc && !s->job.no_prune && w->ntop == k && lb.step_s > w->top[k - 1].result.step_time_s &&
-        front_dominates(w, lb.step_s, lb.mem_gib)) {
+    if (!rc && !s->job.no_prune && w->ntop == k && prune_lb > w->top[k - 1].result.step_time_s &&
+        front_dominates(w, prune_lb, lb.mem_gib)) {
         w->pruned++;
         set_record(t, idx, ST_PRUNED, 0, w->id, NULL);
         return 0;
