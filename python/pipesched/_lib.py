@@ -234,7 +234,7 @@ class TraceOptions(Structure):
 # Structures of model.h and tune.h
 
 COMM_KINDS = 5
-KNOBS = 12
+KNOBS = 13
 
 
 class Transformer(Structure):
@@ -330,6 +330,8 @@ class TuneJob(Structure):
         ("threads", c_int32),
         ("no_prune", c_int32),
         ("record_all", c_int32),
+        ("progress", c_void_p),
+        ("progress_ud", c_void_p),
     ]
 
 
@@ -355,6 +357,7 @@ class TuneStats(Structure):
         + [("threads", c_int32)]
         + [(n, c_double) for n in "limit_gib min_need_gib".split()]
         + [("min_need_exact", c_int32)]
+        + [(n, c_uint64) for n in "reused over_unsimulated".split()]
     )
 
 

@@ -103,6 +103,7 @@ static void model(void)
     S(ps_tune_job), F(ps_tune_job, gpus), F(ps_tune_job, gpus_per_node), F(ps_tune_job, gbs);
     F(ps_tune_job, seq), F(ps_tune_job, mem_reserve_gib), F(ps_tune_job, top_k);
     F(ps_tune_job, threads), F(ps_tune_job, no_prune), F(ps_tune_job, record_all);
+    F(ps_tune_job, progress), F(ps_tune_job, progress_ud);
     S(ps_tune_row), F(ps_tune_row, config), F(ps_tune_row, index), F(ps_tune_row, result);
     F(ps_tune_row, gap), F(ps_tune_row, gap_s);
     S(ps_tune_stats), F(ps_tune_stats, candidates), F(ps_tune_stats, rejected);
@@ -111,6 +112,7 @@ static void model(void)
     F(ps_tune_stats, seconds), F(ps_tune_stats, candidates_per_s);
     F(ps_tune_stats, simulated_per_s), F(ps_tune_stats, threads), F(ps_tune_stats, limit_gib);
     F(ps_tune_stats, min_need_gib), F(ps_tune_stats, min_need_exact);
+    F(ps_tune_stats, reused), F(ps_tune_stats, over_unsimulated);
     printf("PS_COMM_KINDS %d\nPS_KNOBS %d\nPS_OP_LAYER_COUNT %d\nPS_PHASE_COUNT %d\n",
            PS_COMM_KINDS, PS_KNOBS, PS_OP_LAYER_COUNT, PS_PHASE_COUNT);
 }
