@@ -744,6 +744,65 @@ expect 2 "tune, a model that fits nowhere" -- "$bin" tune --model llama3-70b --h
 contains "$tmp/err" "no configuration fits in 80.00 GiB per device" "tune: nothing fits"
 contains "$tmp/err" "the smallest needs at least 150.84 GiB" "tune says the least memory needed"
 
+# --gpus as a list or a range: every count searched. The list's ranking is the single searches'
+# rankings merged by step time (then peak, then GPUs); its front is the points of the single
+# fronts that no other is at least as good as in step, peak and GPUs (computed here by awk);
+# its CSV is the single CSVs with a gpus column.
+tg="--model llama3-8b --hardware h100-sxm --gbs 16 --seq 4096 --max pp=4 --top 4 --threads 1"
+# tune_rows SECTION FILE: "step peak gpus command" of each row of the JSON's top or front.
+tune_rows() {
+    sed -n "/^\"$1\"/,/^\"$2\"/p" "$3" | sed -n \
+        's/.*"step_time_s":\([^,]*\),.*"peak_gib":\([^,]*\),.*"command":"\(pipesched estimate[^"]* --gpus \([0-9]*\) [^"]*\)".*/\1 \2 \4 \3/p'
+}
+: >"$tmp/tg-top" && : >"$tmp/tg-front" && : >"$tmp/tg-csv"
+for g in 8 16; do
+    # shellcheck disable=SC2086
+    expect 0 "tune --gpus $g" -- "$bin" tune $tg --gpus $g --json --no-prune --csv "$tmp/tg-$g.csv"
+    tune_rows top front "$tmp/out" >>"$tmp/tg-top"
+    tune_rows front rejected "$tmp/out" >>"$tmp/tg-front"
+    sed "1d;s/^/$g,/" "$tmp/tg-$g.csv" >>"$tmp/tg-csv"
+done
+# shellcheck disable=SC2086
+expect 0 "tune --gpus 8,16" -- "$bin" tune $tg --gpus 16,8 --json --no-prune --csv "$tmp/tg.csv"
+contains "$tmp/out" '"searches":[{"gpus":8,' "tune --gpus list: a search per count, ascending"
+contains "$tmp/out" '"gpus":16,"knobs"' "tune --gpus list: the rows name their count"
+sort -s -k1,1g -k2,2g -k3,3n "$tmp/tg-top" | head -4 >"$tmp/tg-want"
+tune_rows top front "$tmp/out" >"$tmp/tg-got"
+same "$tmp/tg-want" "$tmp/tg-got" "tune --gpus 8,16 ranks the single searches' rows together"
+if [ "$(wc -l <"$tmp/tg-got")" -eq 4 ] && [ "$(wc -l <"$tmp/tg-top")" -eq 8 ]; then
+    pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: tune --gpus 8,16: 4 rows of the 8 the single searches rank"; fi
+awk '{ s[NR] = $1; p[NR] = $2; g[NR] = $3; l[NR] = $0 }
+    END { for (i = 1; i <= NR; i++) { on = 1
+        for (j = 1; j <= NR; j++)
+            if (s[j] <= s[i] && p[j] <= p[i] && g[j] <= g[i] &&
+                (s[j] < s[i] || p[j] < p[i] || g[j] < g[i])) on = 0
+        if (on) print l[i] } }' "$tmp/tg-front" | sort -k1,1g -k2,2g -k3,3n >"$tmp/tg-want"
+tune_rows front rejected "$tmp/out" | sort -k1,1g -k2,2g -k3,3n >"$tmp/tg-got"
+same "$tmp/tg-want" "$tmp/tg-got" "tune --gpus 8,16: the front against step, peak and GPUs"
+if grep -q ' 16 ' "$tmp/tg-got" && grep -q ' 8 ' "$tmp/tg-got"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: tune --gpus 8,16: the front should hold both counts"; fi
+head -1 "$tmp/tg.csv" | grep -q '^gpus,tp,' && sed 1d "$tmp/tg.csv" >"$tmp/tg-csv-got" &&
+    same "$tmp/tg-csv" "$tmp/tg-csv-got" "tune --gpus 8,16 --csv: the single CSVs with gpus"
+# A range is the powers of two in it; the text gets a gpus column.
+# shellcheck disable=SC2086
+expect 0 "tune --gpus 5-31" -- "$bin" tune $tg --gpus 5-31
+grep -v 'GPUs, search:' "$tmp/out" >"$tmp/tg-range"
+contains "$tmp/out" "llama3-8b on 8, 16 x h100-sxm" "tune --gpus 5-31 is 8 and 16"
+contains "$tmp/out" "Pareto front, step time against peak memory and GPU count:" \
+    "tune --gpus range: the front names the GPU count"
+# shellcheck disable=SC2086
+expect 0 "tune --gpus 8,16 text" -- "$bin" tune $tg --gpus 8,16
+grep -v 'GPUs, search:' "$tmp/out" >"$tmp/tg-list"
+same "$tmp/tg-list" "$tmp/tg-range" "tune --gpus 5-31 prints what --gpus 8,16 prints"
+for bad in 0 8,8 20-5 5-7 8,x 8- 64-; do
+    # shellcheck disable=SC2086
+    expect 2 "tune --gpus $bad" -- "$bin" tune $tg --gpus "$bad"
+    contains "$tmp/err" "--gpus \"$bad\":" "tune names the bad --gpus $bad"
+    contains "$tmp/err" "a range A-B of the powers of two from A to B" "tune --gpus $bad: what is valid"
+done
+contains "$tmp/err" "not a range A-B of two counts" "tune --gpus 64-: says why"
+
 # The guide's option list and its `help simulate` example are the program's own output
 # (checked against a build with every command, which the guide documents).
 guide=$(cd "$(dirname "$0")/.." && pwd)/docs/guide.md

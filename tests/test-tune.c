@@ -730,6 +730,33 @@ START_TEST(csv_all)
 }
 END_TEST
 
+/* The front against step time, peak memory and GPU count of hand-made points. */
+START_TEST(pareto3_hand)
+{
+    /* 0: fast, big, 64 GPUs; 1: slower, smaller, 64: both on it (a 2-D trade-off).
+     * 2: slower and bigger than 0 on 128 GPUs: dominated by 0.
+     * 3: the slowest but on 32 GPUs: on it (fewest GPUs).
+     * 4: equal to 1 in step and memory, on 128 GPUs: dominated by 1.
+     * 5: equal to 0 in all three: both on it.
+     * 6: as fast as 0 with less memory, on 256 GPUs: on it (its memory is the least). */
+    const double step[] = {1.0, 2.0, 1.5, 5.0, 2.0, 1.0, 1.0};
+    const double peak[] = {60, 40, 70, 80, 40, 60, 30};
+    const int32_t gpus[] = {64, 64, 128, 32, 128, 64, 256};
+    const unsigned char want[] = {1, 1, 0, 1, 0, 1, 1};
+    unsigned char on[7];
+    ck_assert_uint_eq(ps_tune_pareto3(step, peak, gpus, 7, on), 5);
+    for (int i = 0; i < 7; i++)
+        ck_assert_msg(on[i] == want[i], "point %d: on %d, want %d", i, on[i], want[i]);
+    /* Without point 0's twin and point 6, 0 is alone at the fastest; 1 stays. */
+    ck_assert_uint_eq(ps_tune_pareto3(step, peak, gpus, 5, on), 3);
+    ck_assert_uint_eq(on[0] + on[1] + on[3], 3);
+    /* One point is its own front; none is an empty one. */
+    ck_assert_uint_eq(ps_tune_pareto3(step + 2, peak + 2, gpus + 2, 1, on), 1);
+    ck_assert_uint_eq(on[0], 1);
+    ck_assert_uint_eq(ps_tune_pareto3(step, peak, gpus, 0, on), 0);
+}
+END_TEST
+
 static Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -746,6 +773,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, constraints);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, csv_all);
+    tcase_add_test(tc, pareto3_hand);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -172,6 +172,12 @@ PS_EXTERN size_t ps_tune_top_count(const ps_tune *t);
 PS_EXTERN int ps_tune_top(const ps_tune *t, size_t i, ps_tune_row *out);
 PS_EXTERN size_t ps_tune_front_count(const ps_tune *t);
 PS_EXTERN int ps_tune_front(const ps_tune *t, size_t i, ps_tune_row *out);
+/* The Pareto front of n points against step time, peak memory and GPU count (tune --gpus with
+ * several counts): on[i] = 1 when no other point is at least as good in all three (step[j] <=
+ * step[i], peak[j] <= peak[i], gpus[j] <= gpus[i]) and better in one, else 0. Points equal in
+ * all three are all on it. Returns how many are on it; O(n^2). */
+PS_EXTERN size_t ps_tune_pareto3(const double *step, const double *peak, const int32_t *gpus,
+                                 size_t n, unsigned char *on);
 /* The rejection reasons, most frequent first (ties: first seen in candidate order): the text
  * (borrowed until the next run), an example (the first candidate's own message) and the count. */
 PS_EXTERN size_t ps_tune_reason_count(const ps_tune *t);

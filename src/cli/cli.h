@@ -43,7 +43,7 @@ typedef struct cli_opts {
     int distributed_optimizer, no_overlap, moe_token_drop;
     int a2a; /* a ps_a2a (estimate --a2a) */
     /* tune */
-    const char *tune_fix, *tune_allow, *tune_max, *csv;
+    const char *tune_fix, *tune_allow, *tune_max, *csv, *tune_gpus;
     double mem_reserve;
     long long threads, top, draw;
     int no_prune;

@@ -246,11 +246,16 @@ const cli_option cli_options[] = {
      .metavar = "NAME|FILE",
      .commands = EST " tune " BALANCE_DATA " " BALANCE_EXPERTS,
      .help = "a hardware preset (docs/hardware.md) or a hardware file"},
+    {.name = "gpus", INT(gpus, 1, 1 << 24), .metavar = "N", .commands = EST, .help = "devices"},
     {.name = "gpus",
-     INT(gpus, 1, 1 << 24),
-     .metavar = "N",
-     .commands = EST " tune",
-     .help = "devices"},
+     STRING(tune_gpus),
+     .metavar = "N|A,B,..|A-B",
+     .commands = "tune",
+     .help = "devices: one count, a list 64,128,256, or a range A-B\n"
+             "meaning every power of two from A to B; several counts\n"
+             "rank together and add GPUs to the Pareto front",
+     .doc = "A range `64-512` is 64, 128, 256, 512; `48-200` is 64, 128. At most 64 counts, "
+            "each from 1 to 16777216."},
     {.name = "gpus-per-node",
      INT(gpus_per_node, 1, 4096),
      .metavar = "G",

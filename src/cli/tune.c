@@ -51,7 +51,7 @@ static int check_required(const cli_opts *o)
         missing[n++] = "--model";
     if (!o->hardware)
         missing[n++] = "--hardware";
-    if (o->gpus < 0)
+    if (!o->tune_gpus)
         missing[n++] = "--gpus";
     if (o->gbs < 0)
         missing[n++] = "--gbs";
@@ -69,6 +69,85 @@ static int word_knob(int k)
 {
     return k == PS_KNOB_SCHEDULE || k == PS_KNOB_RECOMPUTE || k == PS_KNOB_PRECISION ||
            k == PS_KNOB_A2A || k == PS_KNOB_DISTOPT || k == PS_KNOB_LAYOUT;
+}
+
+/* ---- --gpus: one count, a list or a range ------------------------------------------------- */
+
+#define MAX_COUNTS 64
+#define MAX_GPUS (1 << 24)
+
+typedef struct gpu_list {
+    int32_t n[MAX_COUNTS];
+    size_t count;
+} gpu_list;
+
+static int bad_gpus(const char *spec, const char *why)
+{
+    fprintf(stderr,
+            "pipesched: --gpus \"%s\": %s (valid: a count N, a list A,B,C or a range A-B of the "
+            "powers of two from A to B; counts from 1 to %d, at most %d of them)\n",
+            spec, why, MAX_GPUS, MAX_COUNTS);
+    return EXIT_USAGE;
+}
+
+/* One count of --gpus: *end at the first character after it. 0 or -1. */
+static int gpus_number(const char *s, const char **end, long long *out)
+{
+    if (*s < '0' || *s > '9')
+        return -1;
+    long long v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        v = 10 * v + (*s - '0');
+        if (v > MAX_GPUS)
+            return -1;
+    }
+    *end = s;
+    *out = v;
+    return v >= 1 ? 0 : -1;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* "N", "A,B,C" (sorted ascending, each once) or "A-B" (the powers of two in [A, B]). */
+static int parse_gpus(const char *spec, gpu_list *g)
+{
+    const char *p = spec, *end;
+    long long a, b;
+    g->count = 0;
+    if (strchr(spec, '-')) {
+        if (gpus_number(p, &end, &a) || *end != '-' || gpus_number(end + 1, &end, &b) || *end)
+            return bad_gpus(spec, "not a range A-B of two counts");
+        if (a > b)
+            return bad_gpus(spec, "the range's start is above its end");
+        for (long long v = 1; v <= b; v *= 2)
+            if (v >= a)
+                g->n[g->count++] = (int32_t)v;
+        if (!g->count)
+            return bad_gpus(spec, "no power of two is in the range");
+        return EXIT_OK;
+    }
+    for (;;) {
+        if (gpus_number(p, &end, &a) || (*end && *end != ','))
+            return bad_gpus(spec, "not a count or a comma-separated list of counts");
+        if (g->count == MAX_COUNTS)
+            return bad_gpus(spec, "too many counts");
+        g->n[g->count++] = (int32_t)a;
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    qsort(g->n, g->count, sizeof g->n[0], cmp_i32);
+    for (size_t i = 1; i < g->count; i++)
+        if (g->n[i] == g->n[i - 1]) {
+            char why[64];
+            snprintf(why, sizeof why, "%d is listed twice", g->n[i]);
+            return bad_gpus(spec, why);
+        }
+    return EXIT_OK;
 }
 
 /* ---- constraints ----------------------------------------------------------------------------- */
@@ -240,27 +319,109 @@ static void print_search(FILE *f, const ps_tune_stats *st)
             st->simulated_per_s);
 }
 
-static void print_rows(FILE *f, const cli_opts *o, const ps_transformer *m, const ps_tune *t,
-                       const ps_tune_stats *st, int front)
+/* The searches of every GPU count, and their top K and front merged: a row with its count. */
+typedef struct mrow {
+    ps_tune_row r;
+    int32_t gpus;
+} mrow;
+
+typedef struct result {
+    gpu_list g;
+    ps_tune *t[MAX_COUNTS];
+    ps_tune_stats st[MAX_COUNTS];
+    mrow *top, *front;
+    size_t ntop, nfront;
+} result;
+
+/* Step time, then peak memory, then GPUs, then the candidate's number. */
+static int cmp_mrow(const void *pa, const void *pb)
 {
-    size_t n = front ? ps_tune_front_count(t) : ps_tune_top_count(t);
-    fprintf(f, "%4s %10s %10s %6s %9s %9s  %-12s %s\n", "#", "step s", "tok/s/GPU", "MFU",
-            "peak GiB", "headroom", "dominant gap", "configuration");
+    const mrow *a = pa, *b = pb;
+    const ps_estimate_result *x = &a->r.result, *y = &b->r.result;
+    if (x->step_time_s != y->step_time_s)
+        return x->step_time_s < y->step_time_s ? -1 : 1;
+    if (x->peak_gib != y->peak_gib)
+        return x->peak_gib < y->peak_gib ? -1 : 1;
+    if (a->gpus != b->gpus)
+        return a->gpus < b->gpus ? -1 : 1;
+    return (a->r.index > b->r.index) - (a->r.index < b->r.index);
+}
+
+/* The top K across the counts (each count's top K holds every row of it that can rank) and the
+ * front against step, peak and GPUs (a point dominated within its count is dominated in 3-D, so
+ * the union of the counts' fronts holds every point of it). 0 or EXIT_INTERNAL. */
+static int merge(result *res, size_t k)
+{
+    size_t nt = 0, nf = 0;
+    for (size_t i = 0; i < res->g.count; i++) {
+        nt += ps_tune_top_count(res->t[i]);
+        nf += ps_tune_front_count(res->t[i]);
+    }
+    res->top = calloc(nt + 1, sizeof *res->top);
+    res->front = calloc(nf + 1, sizeof *res->front);
+    double *step = calloc(nf + 1, sizeof *step), *peak = calloc(nf + 1, sizeof *peak);
+    int32_t *gpus = calloc(nf + 1, sizeof *gpus);
+    unsigned char *on = calloc(nf + 1, 1);
+    int ok = res->top && res->front && step && peak && gpus && on;
+    if (ok) {
+        nt = nf = 0;
+        for (size_t i = 0; i < res->g.count; i++) {
+            for (size_t j = 0; j < ps_tune_top_count(res->t[i]); j++, nt++) {
+                ps_tune_top(res->t[i], j, &res->top[nt].r);
+                res->top[nt].gpus = res->g.n[i];
+            }
+            for (size_t j = 0; j < ps_tune_front_count(res->t[i]); j++, nf++) {
+                ps_tune_front(res->t[i], j, &res->front[nf].r);
+                res->front[nf].gpus = gpus[nf] = res->g.n[i];
+                step[nf] = res->front[nf].r.result.step_time_s;
+                peak[nf] = res->front[nf].r.result.peak_gib;
+            }
+        }
+        qsort(res->top, nt, sizeof *res->top, cmp_mrow);
+        res->ntop = nt < k ? nt : k;
+        ps_tune_pareto3(step, peak, gpus, nf, on);
+        res->nfront = 0;
+        for (size_t i = 0; i < nf; i++)
+            if (on[i])
+                res->front[res->nfront++] = res->front[i];
+        qsort(res->front, res->nfront, sizeof *res->front, cmp_mrow);
+    }
+    free(step);
+    free(peak);
+    free(gpus);
+    free(on);
+    if (!ok)
+        fprintf(stderr, "pipesched: tune: out of memory\n");
+    return ok ? EXIT_OK : EXIT_INTERNAL;
+}
+
+/* o with --gpus the row's count, for the estimate command of the row. */
+static cli_opts with_gpus(const cli_opts *o, int32_t gpus)
+{
+    cli_opts c = *o;
+    c.gpus = gpus;
+    return c;
+}
+
+static void print_rows(FILE *f, const cli_opts *o, const ps_transformer *m, const mrow *rows,
+                       size_t n, double limit, int multi)
+{
+    fprintf(f, "%4s%s %10s %10s %6s %9s %9s  %-12s %s\n", "#", multi ? "  gpus" : "", "step s",
+            "tok/s/GPU", "MFU", "peak GiB", "headroom", "dominant gap", "configuration");
     for (size_t i = 0; i < n; i++) {
-        ps_tune_row r;
-        if (front)
-            ps_tune_front(t, i, &r);
-        else
-            ps_tune_top(t, i, &r);
-        const ps_estimate_result *e = &r.result;
+        const ps_tune_row *r = &rows[i].r;
+        const ps_estimate_result *e = &r->result;
         char gap[40];
-        snprintf(gap, sizeof gap, "%s %.3fs", ps_tune_gap_name(r.gap), r.gap_s);
-        fprintf(f, "%4zu %10.4f %10.1f %5.1f%% %9.2f %9.2f  %-12s ", i + 1, e->step_time_s,
-                e->tokens_per_s_per_gpu, 100 * e->mfu, e->peak_gib, st->limit_gib - e->peak_gib,
-                gap);
-        knobs_text(f, m, &r.config);
+        snprintf(gap, sizeof gap, "%s %.3fs", ps_tune_gap_name(r->gap), r->gap_s);
+        fprintf(f, "%4zu", i + 1);
+        if (multi)
+            fprintf(f, " %5d", rows[i].gpus);
+        fprintf(f, " %10.4f %10.1f %5.1f%% %9.2f %9.2f  %-12s ", e->step_time_s,
+                e->tokens_per_s_per_gpu, 100 * e->mfu, e->peak_gib, limit - e->peak_gib, gap);
+        knobs_text(f, m, &r->config);
         fprintf(f, "\n%4s ", "");
-        command_text(f, o, m, &r.config);
+        cli_opts oc = with_gpus(o, rows[i].gpus);
+        command_text(f, &oc, m, &r->config);
         fprintf(f, "\n");
     }
 }
@@ -278,17 +439,30 @@ static void print_reasons(FILE *f, const ps_tune *t)
 }
 
 static void print_text(FILE *f, const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
-                       const ps_tune *t, const ps_tune_stats *st)
+                       const result *res)
 {
-    fprintf(f, "%s on %lld x %s, gbs %lld, seq %lld: memory limit %.2f GiB per device\n", m->name,
-            o->gpus, hw->name, o->gbs, o->seq, st->limit_gib);
-    print_search(f, st);
-    fprintf(f, "\ntop %zu by step time:\n", ps_tune_top_count(t));
-    print_rows(f, o, m, t, st, 0);
-    fprintf(f, "\nPareto front, step time against peak memory:\n");
-    print_rows(f, o, m, t, st, 1);
-    fprintf(f, "\n");
-    print_reasons(f, t);
+    int multi = res->g.count > 1;
+    double limit = res->st[0].limit_gib;
+    fprintf(f, "%s on ", m->name);
+    for (size_t i = 0; i < res->g.count; i++)
+        fprintf(f, "%s%d", i ? ", " : "", res->g.n[i]);
+    fprintf(f, " x %s, gbs %lld, seq %lld: memory limit %.2f GiB per device\n", hw->name, o->gbs,
+            o->seq, limit);
+    for (size_t i = 0; i < res->g.count; i++) {
+        if (multi)
+            fprintf(f, "%d GPUs, ", res->g.n[i]);
+        print_search(f, &res->st[i]);
+    }
+    fprintf(f, "\ntop %zu by step time%s:\n", res->ntop, multi ? " across the GPU counts" : "");
+    print_rows(f, o, m, res->top, res->ntop, limit, multi);
+    fprintf(f, "\nPareto front, step time against peak memory%s:\n", multi ? " and GPU count" : "");
+    print_rows(f, o, m, res->front, res->nfront, limit, multi);
+    for (size_t i = 0; i < res->g.count; i++) {
+        fprintf(f, "\n");
+        if (multi)
+            fprintf(f, "at %d GPUs:\n", res->g.n[i]);
+        print_reasons(f, res->t[i]);
+    }
 }
 
 /* A JSON string. */
@@ -306,12 +480,17 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void json_row(FILE *f, const cli_opts *o, const ps_transformer *m, const ps_tune_row *r,
-                     double limit)
+/* A row; multi: with its "gpus". */
+static void json_row(FILE *f, const cli_opts *o, const ps_transformer *m, const mrow *mr,
+                     double limit, int multi)
 {
+    const ps_tune_row *r = &mr->r;
     const ps_estimate_result *e = &r->result;
     char w[32];
-    fprintf(f, "{\"index\":%llu,\"knobs\":{", (unsigned long long)r->index);
+    fprintf(f, "{\"index\":%llu,", (unsigned long long)r->index);
+    if (multi)
+        fprintf(f, "\"gpus\":%d,", mr->gpus);
+    fprintf(f, "\"knobs\":{");
     for (int k = 0; k < PS_KNOBS; k++) {
         fprintf(f, "%s\"%s\":", k ? "," : "", ps_tune_knob_name(k));
         ps_tune_value_name(k, r->config.knob[k], w, sizeof w);
@@ -337,7 +516,8 @@ static void json_row(FILE *f, const cli_opts *o, const ps_transformer *m, const 
     size_t len = 0;
     FILE *mem = open_memstream(&cmd, &len);
     if (mem) {
-        command_text(mem, o, m, &r->config);
+        cli_opts oc = with_gpus(o, mr->gpus);
+        command_text(mem, &oc, m, &r->config);
         fclose(mem);
         json_str(f, cmd);
         free(cmd);
@@ -347,47 +527,71 @@ static void json_row(FILE *f, const cli_opts *o, const ps_transformer *m, const 
     fprintf(f, "}");
 }
 
-/* One top-level member per line, so that a script can drop the timing line ("search"). */
-static void print_json(FILE *f, const cli_opts *o, const ps_transformer *m, const ps_tune *t,
-                       const ps_tune_stats *st)
+/* The search's figures; gpus > 0: with the count. */
+static void json_search(FILE *f, const ps_tune_stats *st, int32_t gpus)
 {
+    fprintf(f, "{");
+    if (gpus > 0)
+        fprintf(f, "\"gpus\":%d,", gpus);
     fprintf(f,
-            "{\"search\":{\"candidates\":%llu,\"rejected\":%llu,\"simulated\":%llu,\"failed\":%llu,"
+            "\"candidates\":%llu,\"rejected\":%llu,\"simulated\":%llu,\"failed\":%llu,"
             "\"over_memory\":%llu,\"fitting\":%llu,\"reused\":%llu,\"pruned\":%llu,"
             "\"over_memory_unsimulated\":%llu,\"seconds\":%s,\"candidates_per_s\":%s,\"simulated_"
             "per_s\":%s,"
-            "\"threads\":%d},\n",
+            "\"threads\":%d}",
             (unsigned long long)st->candidates, (unsigned long long)st->rejected,
             (unsigned long long)st->simulated, (unsigned long long)st->failed,
             (unsigned long long)st->over_memory, (unsigned long long)st->fitting,
             (unsigned long long)st->reused, (unsigned long long)st->pruned,
             (unsigned long long)st->over_unsimulated, CLI_NUM(st->seconds),
             CLI_NUM(st->candidates_per_s), CLI_NUM(st->simulated_per_s), st->threads);
-    fprintf(f, "\"limit_gib\":%s,\n\"top\":[", CLI_NUM(st->limit_gib));
-    for (size_t i = 0; i < ps_tune_top_count(t); i++) {
-        ps_tune_row r;
-        ps_tune_top(t, i, &r);
+}
+
+/* One top-level member per line, so that a script can drop the timing line ("search"; with
+ * several GPU counts "searches", a list, and every row and rejection with its "gpus"). */
+static void print_json(FILE *f, const cli_opts *o, const ps_transformer *m, const result *res)
+{
+    int multi = res->g.count > 1;
+    double limit = res->st[0].limit_gib;
+    if (multi) {
+        fprintf(f, "{\"searches\":[");
+        for (size_t i = 0; i < res->g.count; i++) {
+            fprintf(f, "%s", i ? "," : "");
+            json_search(f, &res->st[i], res->g.n[i]);
+        }
+        fprintf(f, "],\n");
+    } else {
+        fprintf(f, "{\"search\":");
+        json_search(f, &res->st[0], 0);
+        fprintf(f, ",\n");
+    }
+    fprintf(f, "\"limit_gib\":%s,\n\"top\":[", CLI_NUM(limit));
+    for (size_t i = 0; i < res->ntop; i++) {
         fprintf(f, "%s\n", i ? "," : "");
-        json_row(f, o, m, &r, st->limit_gib);
+        json_row(f, o, m, &res->top[i], limit, multi);
     }
     fprintf(f, "],\n\"front\":[");
-    for (size_t i = 0; i < ps_tune_front_count(t); i++) {
-        ps_tune_row r;
-        ps_tune_front(t, i, &r);
+    for (size_t i = 0; i < res->nfront; i++) {
         fprintf(f, "%s\n", i ? "," : "");
-        json_row(f, o, m, &r, st->limit_gib);
+        json_row(f, o, m, &res->front[i], limit, multi);
     }
     fprintf(f, "],\n\"rejected\":[");
-    for (size_t i = 0; i < ps_tune_reason_count(t); i++) {
-        const char *text, *ex;
-        uint64_t count;
-        ps_tune_reason(t, i, &text, &ex, &count);
-        fprintf(f, "%s{\"reason\":", i ? "," : "");
-        json_str(f, text);
-        fprintf(f, ",\"example\":");
-        json_str(f, ex);
-        fprintf(f, ",\"count\":%llu}", (unsigned long long)count);
-    }
+    const char *sep = "";
+    for (size_t g = 0; g < res->g.count; g++)
+        for (size_t i = 0; i < ps_tune_reason_count(res->t[g]); i++) {
+            const char *text, *ex;
+            uint64_t count;
+            ps_tune_reason(res->t[g], i, &text, &ex, &count);
+            fprintf(f, "%s{", sep);
+            if (multi)
+                fprintf(f, "\"gpus\":%d,", res->g.n[g]);
+            fprintf(f, "\"reason\":");
+            json_str(f, text);
+            fprintf(f, ",\"example\":");
+            json_str(f, ex);
+            fprintf(f, ",\"count\":%llu}", (unsigned long long)count);
+            sep = ",";
+        }
     fprintf(f, "]}\n");
 }
 
@@ -413,30 +617,77 @@ static int write_csv_file(const void *arg, ps_write_fn write, void *ud)
     return ps_tune_write_csv(arg, write, ud);
 }
 
-static int outputs(const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
-                   const ps_tune *t)
+static int mem_write(void *ud, const char *data, size_t len)
 {
-    ps_tune_stats st;
-    ps_tune_stats_get(t, &st);
-    if (st.bound_breaks)
-        fprintf(stderr,
-                "pipesched: tune: warning: %llu simulated steps below their lower bound "
-                "(a bug: please report it; rerun with --no-prune)\n",
-                (unsigned long long)st.bound_breaks);
-    int ex = o->csv ? cli_write_out(o->csv, write_csv_file, t) : EXIT_OK;
+    return fwrite(data, 1, len, ud) == len ? 0 : PS_EIO;
+}
+
+/* Several GPU counts: every count's CSV with a first column "gpus", one header. */
+static int write_csv_multi(const void *arg, ps_write_fn write, void *ud)
+{
+    const result *res = arg;
+    int rc = 0;
+    for (size_t g = 0; g < res->g.count && !rc; g++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&buf, &len);
+        if (!mem)
+            return PS_ENOMEM;
+        rc = ps_tune_write_csv(res->t[g], mem_write, mem);
+        if (fclose(mem) && !rc)
+            rc = PS_ENOMEM;
+        char head[32];
+        for (size_t at = 0, line = 0; !rc && at < len; line++) {
+            const char *nl = memchr(buf + at, '\n', len - at);
+            size_t end = nl ? (size_t)(nl - buf) + 1 : len;
+            if (line == 0 && g > 0) {
+                at = end; /* the header once */
+                continue;
+            }
+            int n = line == 0 ? snprintf(head, sizeof head, "gpus,")
+                              : snprintf(head, sizeof head, "%d,", res->g.n[g]);
+            rc = write(ud, head, (size_t)n);
+            if (!rc)
+                rc = write(ud, buf + at, end - at);
+            at = end;
+        }
+        free(buf);
+    }
+    return rc;
+}
+
+static int outputs(const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
+                   const result *res)
+{
+    int multi = res->g.count > 1;
+    for (size_t i = 0; i < res->g.count; i++)
+        if (res->st[i].bound_breaks)
+            fprintf(stderr,
+                    "pipesched: tune: warning: %llu simulated steps below their lower bound "
+                    "(a bug: please report it; rerun with --no-prune)\n",
+                    (unsigned long long)res->st[i].bound_breaks);
+    int ex = !o->csv ? EXIT_OK
+             : multi ? cli_write_out(o->csv, write_csv_multi, res)
+                     : cli_write_out(o->csv, write_csv_file, res->t[0]);
     if (ex)
         return ex;
-    if (ps_tune_top_count(t) == 0)
-        return report_nothing(t, &st, hw);
+    if (res->ntop == 0) {
+        for (size_t i = 0; i < res->g.count; i++) {
+            if (multi)
+                fprintf(stderr, "at %d GPUs:\n", res->g.n[i]);
+            ex = report_nothing(res->t[i], &res->st[i], hw);
+        }
+        return ex;
+    }
     FILE *f = o->output ? fopen(o->output, "w") : stdout;
     if (!f) {
         fprintf(stderr, "pipesched: cannot write %s\n", o->output);
         return EXIT_USAGE;
     }
     if (o->json)
-        print_json(f, o, m, t, &st);
+        print_json(f, o, m, res);
     else
-        print_text(f, o, m, hw, t, &st);
+        print_text(f, o, m, hw, res);
     if (o->output && fclose(f)) {
         fprintf(stderr, "pipesched: writing %s failed\n", o->output);
         return EXIT_INTERNAL;
@@ -474,18 +725,18 @@ static void progress_bar(void *ud, const ps_tune_progress *p)
 
 /* --draw N --svg FILE: the timeline of row N, simulated again with the estimate. */
 static int draw_row(const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
-                    const ps_tune *t, const ps_tune_job *job)
+                    const result *res, ps_tune_job job)
 {
-    ps_tune_row row;
-    size_t n = ps_tune_top_count(t);
+    size_t n = res->ntop;
     if ((size_t)o->draw > n) {
         fprintf(stderr, "pipesched: --draw %lld: the ranking has %zu row%s\n", o->draw, n,
                 n == 1 ? "" : "s");
         return EXIT_USAGE;
     }
-    ps_tune_top(t, (size_t)o->draw - 1, &row);
+    const mrow *row = &res->top[o->draw - 1];
+    job.gpus = row->gpus;
     ps_train tr;
-    ps_tune_config_train(job, &row.config, &tr);
+    ps_tune_config_train(&job, &row->r.config, &tr);
     ps_estimate *e;
     int rc = ps_estimate_new(&e, NULL);
     if (!rc)
@@ -515,11 +766,42 @@ static int check_draw(const cli_opts *o)
     return EXIT_USAGE;
 }
 
+/* The search of one GPU count into res->t[i] and res->st[i]. */
+static int search_one(const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
+                      result *res, size_t i, ps_tune_job job)
+{
+    int rc = ps_tune_new(&res->t[i], NULL);
+    if (rc)
+        return cli_report("tune", rc, NULL);
+    named nm;
+    for (int k = 0; k < PS_KNOBS; k++)
+        nm.by[k] = -1;
+    const char *spec[KINDS] = {o->tune_fix, o->tune_allow, o->tune_max};
+    int ex = EXIT_OK;
+    for (int kind = 0; kind < KINDS && !ex; kind++)
+        ex = parse_constraints(res->t[i], kind, spec[kind], &nm);
+    if (ex)
+        return ex;
+    job.gpus = res->g.n[i];
+    rc = ps_tune_run(res->t[i], m, hw, &job);
+    if (rc) {
+        char what[64];
+        snprintf(what, sizeof what, "tune --gpus %d", job.gpus);
+        return cli_report(res->g.count > 1 ? what : "tune", rc, ps_tune_last_error(res->t[i]));
+    }
+    ps_tune_stats_get(res->t[i], &res->st[i]);
+    return EXIT_OK;
+}
+
 static int tune_main(const cli_opts *o)
 {
     ps_transformer model;
     ps_hardware hw;
+    static result res; /* large: not on the stack */
+    memset(&res, 0, sizeof res);
     int ex = check_required(o);
+    if (!ex)
+        ex = parse_gpus(o->tune_gpus, &res.g);
     if (!ex)
         ex = check_draw(o);
     if (!ex)
@@ -528,39 +810,33 @@ static int tune_main(const cli_opts *o)
         ex = load_spec("hardware", o->hardware, NULL, &hw);
     if (ex)
         return ex;
-    ps_tune *t;
-    int rc = ps_tune_new(&t, NULL);
-    if (rc)
-        return cli_report("tune", rc, NULL);
-    named nm;
-    for (int k = 0; k < PS_KNOBS; k++)
-        nm.by[k] = -1;
-    const char *spec[KINDS] = {o->tune_fix, o->tune_allow, o->tune_max};
-    for (int kind = 0; kind < KINDS && !ex; kind++)
-        ex = parse_constraints(t, kind, spec[kind], &nm);
-    if (!ex) {
-        ps_tune_job job;
-        ps_tune_job_init(&job);
-        job.gpus = (int32_t)o->gpus;
-        job.gpus_per_node = o->gpus_per_node > 0 ? (int32_t)o->gpus_per_node : 0;
-        job.gbs = o->gbs;
-        job.seq = (int32_t)o->seq;
-        if (o->mem_reserve >= 0)
-            job.mem_reserve_gib = o->mem_reserve;
-        if (o->threads >= 0)
-            job.threads = (int32_t)o->threads;
-        if (o->top >= 0)
-            job.top_k = (int32_t)o->top;
-        job.no_prune = o->no_prune;
-        job.record_all = o->csv != NULL;
-        if (isatty(STDERR_FILENO))
-            job.progress = progress_bar;
-        rc = ps_tune_run(t, &model, &hw, &job);
-        ex = rc ? cli_report("tune", rc, ps_tune_last_error(t)) : outputs(o, &model, &hw, t);
-        if (!ex && o->draw > 0)
-            ex = draw_row(o, &model, &hw, t, &job);
-    }
-    ps_tune_free(t);
+    ps_tune_job job;
+    ps_tune_job_init(&job);
+    job.gpus_per_node = o->gpus_per_node > 0 ? (int32_t)o->gpus_per_node : 0;
+    job.gbs = o->gbs;
+    job.seq = (int32_t)o->seq;
+    if (o->mem_reserve >= 0)
+        job.mem_reserve_gib = o->mem_reserve;
+    if (o->threads >= 0)
+        job.threads = (int32_t)o->threads;
+    if (o->top >= 0)
+        job.top_k = (int32_t)o->top;
+    job.no_prune = o->no_prune;
+    job.record_all = o->csv != NULL;
+    if (isatty(STDERR_FILENO))
+        job.progress = progress_bar;
+    for (size_t i = 0; i < res.g.count && !ex; i++)
+        ex = search_one(o, &model, &hw, &res, i, job);
+    if (!ex)
+        ex = merge(&res, (size_t)job.top_k);
+    if (!ex)
+        ex = outputs(o, &model, &hw, &res);
+    if (!ex && o->draw > 0)
+        ex = draw_row(o, &model, &hw, &res, job);
+    for (size_t i = 0; i < res.g.count; i++)
+        ps_tune_free(res.t[i]);
+    free(res.top);
+    free(res.front);
     return ex;
 }
 

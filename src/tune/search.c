@@ -913,3 +913,20 @@ int ps_tune_write_csv(const ps_tune *t, ps_write_fn write, void *ud)
     }
     return 0;
 }
+
+size_t ps_tune_pareto3(const double *step, const double *peak, const int32_t *gpus, size_t n,
+                       unsigned char *on)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        on[i] = 1;
+        for (size_t j = 0; j < n && on[i]; j++) {
+            int le = step[j] <= step[i] && peak[j] <= peak[i] && gpus[j] <= gpus[i];
+            int lt = step[j] < step[i] || peak[j] < peak[i] || gpus[j] < gpus[i];
+            if (le && lt)
+                on[i] = 0;
+        }
+        count += on[i];
+    }
+    return count;
+}
