@@ -713,6 +713,33 @@ if "$bin" help draw >/dev/null 2>&1; then
     expect 2 "tune --draw past the ranking" -- "$bin" tune $tune --top 2 --draw 3 --svg "$tmp/r3.svg"
     contains "$tmp/err" "--draw 3: the ranking has 2 rows" "tune --draw names the rows"
     absent "$tmp/r3.svg" "tune --draw past the ranking"
+    # --pareto-svg: one mark (a <g class="node point">) and one label per row of the front that
+    # --json prints, the axes labelled with their units; for one count and for several.
+    for g in 8 8,16; do
+        # shellcheck disable=SC2086
+        expect 0 "tune --gpus $g --pareto-svg" -- "$bin" tune --model llama3-8b --hardware h100-sxm \
+            --gbs 16 --seq 4096 --max pp=4 --gpus $g --json \
+            --pareto-svg "$tmp/front.svg"
+        is_svg "$tmp/front.svg" "tune --pareto-svg writes an SVG"
+        if command -v xmllint >/dev/null 2>&1; then
+            if xmllint --noout "$tmp/front.svg"; then pass=$((pass + 1)); else
+                fail=$((fail + 1)); echo "FAIL: tune --pareto-svg: not well-formed XML"; fi
+        else
+            echo "note: xmllint is absent: the front's SVG is not checked for well-formedness"
+        fi
+        nf=$(sed -n '/^"front"/,/^"rejected"/p' "$tmp/out" | grep -c '"index":')
+        marks=$(grep -c '<g id="[^"]*" class="node point">' "$tmp/front.svg")
+        labels=$(grep -c '<title>label[0-9]*</title>' "$tmp/front.svg")
+        if [ "$nf" -gt 1 ] && [ "$marks" -eq "$nf" ] && [ "$labels" -eq "$nf" ]; then
+            pass=$((pass + 1))
+        else
+            fail=$((fail + 1))
+            echo "FAIL: tune --gpus $g --pareto-svg: $marks marks, $labels labels, front of $nf"
+        fi
+        contains "$tmp/front.svg" "peak memory per GPU (GiB)" "tune --pareto-svg: x axis, unit"
+        contains "$tmp/front.svg" "step time (s)" "tune --pareto-svg: y axis, unit"
+    done
+    contains "$tmp/front.svg" " interleaved @16 GPUs</text>" "the front's labels: knobs, count"
 fi
 # The progress bar is for a terminal only: a pipe gets none.
 # shellcheck disable=SC2086

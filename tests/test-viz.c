@@ -843,6 +843,57 @@ END_TEST
 
 /* ---- errors, memory, determinism ------------------------------------------------------------ */
 
+/* A scatter plot of three hand-made points: one mark and one label per point, placed on linear
+ * axes (the label's left edge is 6 points right of its mark at the mark's height), the axis
+ * labels as given; no points or a point not finite refused. */
+START_TEST(viz_scatter_points)
+{
+    ps_viz *v = new_viz();
+    buf b = {0};
+    const double x[] = {1, 2, 4}, y[] = {10, 5, 2};
+    const char *const labels[] = {"tp1 pp8", "tp2 pp4", "tp8 pp1"};
+    ck_assert_int_eq(
+        ps_viz_scatter_svg(v, x, y, labels, 3, "memory (GiB)", "step (s)", "front", buf_write, &b),
+        0);
+    svg g = parse(b.data);
+    double tx[3], ty[3];
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "point%d", i);
+        const item *pt = find(&g, name);
+        ck_assert_ptr_nonnull(pt);
+        ck_assert(has_class(pt, "point"));
+        snprintf(name, sizeof name, "label%d", i);
+        const item *l = find(&g, name);
+        ck_assert_ptr_nonnull(l);
+        ck_assert_str_eq(l->text, labels[i]);
+        tx[i] = l->tx;
+        ty[i] = l->ty;
+    }
+    ck_assert_ptr_null(find(&g, "point3"));
+    /* x: 1, 2, 4 -> the gaps 1 and 2; y: 10, 5, 2 -> SVG y grows downwards, gaps 5 and 3. */
+    ck_assert(tx[0] < tx[1] && tx[1] < tx[2]);
+    ck_assert(ty[0] < ty[1] && ty[1] < ty[2]);
+    ck_assert_msg(fabs((tx[2] - tx[1]) / (tx[1] - tx[0]) - 2.0) < 0.01, "x not linear");
+    ck_assert_msg(fabs((ty[2] - ty[1]) / (ty[1] - ty[0]) - 0.6) < 0.01, "y not linear");
+    ck_assert_str_eq(find(&g, "axis.x")->text, "memory (GiB)");
+    ck_assert_str_eq(find(&g, "axis.y")->text, "step (s)");
+    ck_assert_ptr_nonnull(strstr(b.data, ">front<"));
+    ck_assert_ptr_nonnull(strstr(b.data, "3 points"));
+    free(g.it);
+    free(b.data);
+    const double bad[] = {1, NAN};
+    b = (buf){0};
+    ck_assert_int_eq(ps_viz_scatter_svg(v, x, y, NULL, 0, NULL, NULL, NULL, buf_write, &b),
+                     PS_EINVAL);
+    ck_assert_int_eq(ps_viz_scatter_svg(v, bad, y, NULL, 2, NULL, NULL, NULL, buf_write, &b),
+                     PS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ps_viz_last_error(v), "point 1"));
+    ck_assert_int_eq(b.calls, 0);
+    ps_viz_free(v);
+}
+END_TEST
+
 START_TEST(viz_bad_requests)
 {
     ps_viz *v = new_viz();
@@ -1002,6 +1053,7 @@ int main(void)
     TCase *tc = tcase_create("timeline");
     tcase_add_loop_test(tc, viz_timeline_structure, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(tc, viz_timeline_time_unit);
+    tcase_add_test(tc, viz_scatter_points);
     tcase_add_test(tc, viz_timeline_chunks);
     tcase_add_test(tc, viz_timeline_fused);
     tcase_add_test(tc, viz_timeline_16x64);

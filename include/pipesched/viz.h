@@ -3,11 +3,12 @@
  *
  * A separate library (libpipesched-viz) on top of libpipesched, so that a host can embed the
  * core without Graphviz. It renders in-process with Graphviz (cgraph + gvc) into memory and
- * hands the SVG to a ps_write_fn callback, like ps_export(). Three drawings:
+ * hands the SVG to a ps_write_fn callback, like ps_export(). Four drawings:
  *
  *   ps_viz_timeline_svg  the bubble timeline: one lane per rank, x = simulated time
  *   ps_viz_overlap_svg   one planned step: compute and communication streams
  *   ps_viz_dag_svg       the dependency graph of a small schedule with its critical path
+ *   ps_viz_scatter_svg   a scatter plot of labelled points (tune's Pareto front)
  *
  * Threads and process state. Graphviz is not thread-safe and keeps process-global state: the
  * library holds one Graphviz context for the whole process (created on first use; creating
@@ -144,6 +145,25 @@ PS_EXTERN int ps_viz_overlap_svg(ps_viz *v, const ps_plan_op *ops, size_t n,
  */
 PS_EXTERN int ps_viz_dag_svg(ps_viz *v, const ps_schedule *s, const ps_sim *sim, ps_write_fn write,
                              void *ud);
+
+/*
+ * Draws a scatter plot of the n points (x[i], y[i]) on linear axes (each widened to whole
+ * ticks), the axes labelled x_label and y_label (the units in them: "peak memory (GiB)"), a
+ * title (may be NULL) with the point count, and each point a small circle with labels[i]
+ * beside it (labels or an entry may be NULL: no text; plain text of at most 120 bytes, no
+ * backslash). tune --pareto-svg draws its Pareto front with it.
+ *
+ * Titles in the SVG: "point{i}" the mark of point i (class "point"), "label{i}" its text
+ * (class "point-label"), "xtick{k}"/"ytick{k}" the tick labels, "axis.x"/"axis.y" the axis
+ * labels (class "axis-label"), lines of class "axis".
+ *
+ * Returns 0; PS_EINVAL (x, y or write NULL, n == 0, a coordinate not finite); PS_ERANGE (n >
+ * PS_VIZ_MAX_BOXES); PS_ENOMEM; PS_ESYS; PS_EIO.
+ */
+PS_EXTERN int ps_viz_scatter_svg(ps_viz *v, const double *x, const double *y,
+                                 const char *const *labels, size_t n, const char *x_label,
+                                 const char *y_label, const char *title, ps_write_fn write,
+                                 void *ud);
 
 /*
  * Frees the process's Graphviz context. Optional: call it once at the end of the process (for

@@ -43,7 +43,7 @@ typedef struct cli_opts {
     int distributed_optimizer, no_overlap, moe_token_drop;
     int a2a; /* a ps_a2a (estimate --a2a) */
     /* tune */
-    const char *tune_fix, *tune_allow, *tune_max, *csv, *tune_gpus;
+    const char *tune_fix, *tune_allow, *tune_max, *csv, *tune_gpus, *pareto_svg;
     double mem_reserve;
     long long threads, top, draw;
     int no_prune;
@@ -116,6 +116,12 @@ typedef struct cli_command {
      * cli_find("draw") says whether this build can draw. Returns the exit status. */
     int (*timeline_svg)(const ps_schedule *s, const ps_sim *sim, const char *unit, const char *what,
                         const char *path);
+    /* Draws the n labelled points (x[i], y[i]) as an SVG scatter plot into path, with the axis
+     * labels and title given (tune --pareto-svg); reported and left as timeline_svg. Only draw
+     * sets it. Returns the exit status. */
+    int (*scatter_svg)(const double *x, const double *y, const char *const *labels, size_t n,
+                       const char *x_label, const char *y_label, const char *title,
+                       const char *what, const char *path);
     /* A command made of subcommands (`balance data`, `balance experts`): NULL-terminated, NULL
      * for a plain command. The word after the command names one, which then parses the rest of
      * the line as a command of its own (main.c); option rows name it by both words. The parent

@@ -183,6 +183,26 @@ static int draw_timeline(const ps_schedule *s, const ps_sim *sim, const char *un
     return ex;
 }
 
+/* A scatter plot for another command (tune --pareto-svg). */
+static int draw_scatter(const double *x, const double *y, const char *const *labels, size_t n,
+                        const char *x_label, const char *y_label, const char *title,
+                        const char *what, const char *path)
+{
+    if (cli_viz_load())
+        return EXIT_INTERNAL;
+    ps_viz *viz;
+    int rc = ps_viz_new(&viz, NULL, NULL);
+    if (rc)
+        return cli_report(what, rc, NULL);
+    draw_out out = {path, NULL, 0};
+    int ex = EXIT_OK;
+    if ((rc = ps_viz_scatter_svg(viz, x, y, labels, n, x_label, y_label, title, draw_write, &out)))
+        ex = draw_report(what, rc, &out, viz);
+    ex = out_close(&out, ex);
+    ps_viz_free(viz);
+    return ex;
+}
+
 /* The demo's drawings, in the current directory: the Pangu example's timeline under Adaptive
  * Pipe and the overlap plan of one of its fused pairs. */
 static int draw_demo(const char *moe_json)
@@ -234,4 +254,5 @@ const cli_command cli_cmd_draw = {
     .run = draw_main,
     .demo = draw_demo,
     .timeline_svg = draw_timeline,
+    .scatter_svg = draw_scatter,
 };

@@ -442,6 +442,14 @@ const cli_option cli_options[] = {
              "to the --svg FILE",
      .doc = "Needs `--svg FILE` and a build with Graphviz; a row past the ranking exits with "
             "status 2."},
+    {.name = "pareto-svg",
+     STRING(pareto_svg),
+     .metavar = "FILE",
+     .commands = "tune",
+     .help = "draw the Pareto front (step time against peak memory) as\n"
+             "an SVG scatter plot, each point labelled with its knobs",
+     .doc = "Needs a build with Graphviz; with several `--gpus` counts the points are the "
+            "front against GPU count too, each labelled with its count."},
     {.name = "no-prune",
      FLAG(no_prune),
      .commands = "tune",

@@ -748,6 +748,62 @@ static int draw_row(const cli_opts *o, const ps_transformer *m, const ps_hardwar
     return ex;
 }
 
+/* A front point's knobs, briefly: "tp4 cp2 pp4 vpp5 mbs1 interleaved" (the experts, a
+ * recompute other than none, fp8, a balanced layout and, with several counts, "@16 GPUs"). */
+static void brief_knobs(char *buf, size_t cap, const ps_transformer *m, const mrow *r, int multi)
+{
+    const int32_t *k = r->r.config.knob;
+    char w[32];
+    size_t n = (size_t)snprintf(buf, cap, "tp%d cp%d pp%d vpp%d", k[PS_KNOB_TP], k[PS_KNOB_CP],
+                                k[PS_KNOB_PP], k[PS_KNOB_VPP]);
+#define ADD(...) (n += n < cap ? (size_t)snprintf(buf + n, cap - n, __VA_ARGS__) : 0)
+    if (m->experts > 0)
+        ADD(" ep%d etp%d", k[PS_KNOB_EP], k[PS_KNOB_ETP]);
+    ADD(" mbs%d %s", k[PS_KNOB_MBS], word(PS_KNOB_SCHEDULE, k[PS_KNOB_SCHEDULE], w));
+    if (k[PS_KNOB_RECOMPUTE] != PS_RECOMPUTE_NONE)
+        ADD(" rc-%s", word(PS_KNOB_RECOMPUTE, k[PS_KNOB_RECOMPUTE], w));
+    if (k[PS_KNOB_PRECISION] == PS_PREC_FP8)
+        ADD(" fp8");
+    if (k[PS_KNOB_LAYOUT])
+        ADD(" %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
+    if (multi)
+        ADD(" @%d GPUs", r->gpus);
+#undef ADD
+}
+
+/* --pareto-svg FILE: the front as a scatter plot of step time against peak memory. */
+static int draw_front(const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
+                      const result *res)
+{
+    enum { LABEL = 112 };
+    size_t n = res->nfront;
+    double *x = calloc(n, sizeof *x), *y = calloc(n, sizeof *y);
+    char *text = calloc(n, LABEL);
+    const char **labels = calloc(n, sizeof *labels);
+    int ex = EXIT_INTERNAL;
+    if (x && y && text && labels) {
+        for (size_t i = 0; i < n; i++) {
+            x[i] = res->front[i].r.result.peak_gib;
+            y[i] = res->front[i].r.result.step_time_s;
+            labels[i] = text + i * LABEL;
+            brief_knobs(text + i * LABEL, LABEL, m, &res->front[i], res->g.count > 1);
+        }
+        char title[320];
+        snprintf(title, sizeof title, "Pareto front of %s on %s%s: step time against peak memory",
+                 m->name, hw->name, res->g.count > 1 ? " (and GPU count)" : "");
+        ex = cli_find("draw")->scatter_svg(x, y, labels, n, "peak memory per GPU (GiB)",
+                                           "step time (s)", title, "tune --pareto-svg",
+                                           o->pareto_svg);
+    } else {
+        fprintf(stderr, "pipesched: tune --pareto-svg: out of memory\n");
+    }
+    free(x);
+    free(y);
+    free(text);
+    free(labels);
+    return ex;
+}
+
 /* --draw needs --svg and the drawings (a build with Graphviz): refused before the search. */
 static int check_draw(const cli_opts *o)
 {
@@ -763,6 +819,17 @@ static int check_draw(const cli_opts *o)
         return EXIT_OK;
     fprintf(stderr, "pipesched: tune --draw needs the SVG drawings, and this pipesched was built "
                     "without Graphviz (meson -Dviz)\n");
+    return EXIT_USAGE;
+}
+
+/* --pareto-svg needs the drawings too: refused before the search. */
+static int check_pareto_svg(const cli_opts *o)
+{
+    const cli_command *draw = cli_find("draw");
+    if (!o->pareto_svg || (draw && draw->scatter_svg))
+        return EXIT_OK;
+    fprintf(stderr, "pipesched: tune --pareto-svg needs the SVG drawings, and this pipesched was "
+                    "built without Graphviz (meson -Dviz)\n");
     return EXIT_USAGE;
 }
 
@@ -805,6 +872,8 @@ static int tune_main(const cli_opts *o)
     if (!ex)
         ex = check_draw(o);
     if (!ex)
+        ex = check_pareto_svg(o);
+    if (!ex)
         ex = load_spec("model", o->model, &model, NULL);
     if (!ex)
         ex = load_spec("hardware", o->hardware, NULL, &hw);
@@ -833,6 +902,8 @@ static int tune_main(const cli_opts *o)
         ex = outputs(o, &model, &hw, &res);
     if (!ex && o->draw > 0)
         ex = draw_row(o, &model, &hw, &res, job);
+    if (!ex && o->pareto_svg)
+        ex = draw_front(o, &model, &hw, &res);
     for (size_t i = 0; i < res.g.count; i++)
         ps_tune_free(res.t[i]);
     free(res.top);

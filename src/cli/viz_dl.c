@@ -27,6 +27,7 @@ int cli_viz_load(void)
         CLI_DL_SYM(api, timeline_svg, "ps_viz_timeline_svg"),
         CLI_DL_SYM(api, overlap_svg, "ps_viz_overlap_svg"),
         CLI_DL_SYM(api, dag_svg, "ps_viz_dag_svg"),
+        CLI_DL_SYM(api, scatter_svg, "ps_viz_scatter_svg"),
     };
     if (cli_dl_load(CLI_VIZ_SONAME, syms, sizeof syms / sizeof *syms))
         return 1;

@@ -20,6 +20,9 @@ typedef struct cli_viz_api {
     int (*overlap_svg)(ps_viz *v, const ps_plan_op *ops, size_t n, const ps_plan_stats *stats,
                        const char *title, ps_write_fn write, void *ud);
     int (*dag_svg)(ps_viz *v, const ps_schedule *s, const ps_sim *sim, ps_write_fn write, void *ud);
+    int (*scatter_svg)(ps_viz *v, const double *x, const double *y, const char *const *labels,
+                       size_t n, const char *x_label, const char *y_label, const char *title,
+                       ps_write_fn write, void *ud);
 } cli_viz_api;
 
 extern cli_viz_api cli_viz;
@@ -35,5 +38,6 @@ int cli_viz_load(void);
 #define ps_viz_timeline_svg (cli_viz.timeline_svg)
 #define ps_viz_overlap_svg (cli_viz.overlap_svg)
 #define ps_viz_dag_svg (cli_viz.dag_svg)
+#define ps_viz_scatter_svg (cli_viz.scatter_svg)
 
 #endif
