@@ -830,6 +830,41 @@ for bad in 0 8,8 20-5 5-7 8,x 8- 64-; do
 done
 contains "$tmp/err" "not a range A-B of two counts" "tune --gpus 64-: says why"
 
+# tune --config FILE: an object whose keys are tune's options; flags override it.
+cat >"$tmp/tune-cfg.json" <<'JSON'
+{"model": "llama3-8b", "hardware": "h100-sxm", "gpus": [16, 8], "gbs": 16, "seq": 4096,
+ "max": "pp=4", "top": 3, "threads": 1, "no-prune": true, "json": true}
+JSON
+expect 0 "tune --config" -- "$bin" tune --config "$tmp/tune-cfg.json"
+grep -v '^{"search' "$tmp/out" >"$tmp/tcfg-file"
+# shellcheck disable=SC2086
+expect 0 "tune, the config's flags" -- "$bin" tune --model llama3-8b --hardware h100-sxm \
+    --gpus 8,16 --gbs 16 --seq 4096 --max pp=4 --top 3 --threads 1 --no-prune --json
+grep -v '^{"search' "$tmp/out" >"$tmp/tcfg-flags"
+same "$tmp/tcfg-flags" "$tmp/tcfg-file" "tune --config gives what its keys as flags give"
+contains "$tmp/tcfg-file" '"gpus":16,"knobs"' "tune --config: the gpus list"
+expect 0 "tune --config, flags override" -- "$bin" tune --config "$tmp/tune-cfg.json" --gpus 8 \
+    --top 1
+contains "$tmp/out" '{"search":{"candidates":' "tune --config --gpus 8: one count, the flag's"
+if [ "$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | grep -c '"index":')" -eq 1 ]; then
+    pass=$((pass + 1))
+else fail=$((fail + 1)); echo "FAIL: tune --config --top 1: not one row"; fi
+echo '{"model": "llama3-8b", "tpp": 2}' >"$tmp/tune-bad.json"
+expect 2 "tune --config, unknown key" -- "$bin" tune --config "$tmp/tune-bad.json"
+contains "$tmp/err" 'unknown key "tpp" (tune'"'"'s keys: ' "tune --config names the unknown key"
+contains "$tmp/err" "gpus-per-node, gbs, seq" "tune --config lists the valid keys"
+echo '{"model": "llama3-8b", "gbs": "x"}' >"$tmp/tune-bad.json"
+expect 2 "tune --config, bad value" -- "$bin" tune --config "$tmp/tune-bad.json"
+contains "$tmp/err" '--gbs needs an integer; got "x"' "tune --config: the bad value"
+contains "$tmp/err" '(the value of key "gbs" in' "tune --config: the bad value's key"
+echo '{"model": {"base": "llama3-8b"}}' >"$tmp/tune-bad.json"
+expect 2 "tune --config, wrong type" -- "$bin" tune --config "$tmp/tune-bad.json"
+contains "$tmp/err" 'key "model" takes a string, a number or a list of them' \
+    "tune --config: the wrong type"
+echo '[1]' >"$tmp/tune-bad.json"
+expect 2 "tune --config, not an object" -- "$bin" tune --config "$tmp/tune-bad.json"
+contains "$tmp/err" "not a JSON object" "tune --config: not an object"
+
 # The guide's option list and its `help simulate` example are the program's own output
 # (checked against a build with every command, which the guide documents).
 guide=$(cd "$(dirname "$0")/.." && pwd)/docs/guide.md

@@ -148,6 +148,10 @@ const cli_command *const *cli_leaf_commands(void);
 
 /* options.c: whether cmd takes opt. */
 int cli_takes(const cli_command *cmd, const cli_option *opt);
+/* A configuration file's value of cmd's option name (tune --config): stores arg as the command
+ * line would, unless the command line gave the option (flags override the file). 0; -1 when arg
+ * is refused (reported as "--name ..."); -2 when cmd has no option name. */
+int cli_option_fill(const cli_command *cmd, const char *name, const char *arg, cli_opts *o);
 /* options.c: parses argv (argv[0] is the command's name) into *o for cmd. Prints the reason
  * and returns -1 on a usage error. */
 int cli_parse(const cli_command *cmd, int argc, char **argv, cli_opts *o);

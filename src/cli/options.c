@@ -153,9 +153,10 @@ const cli_option cli_options[] = {
     {.name = "config",
      STRING(config),
      .metavar = "FILE",
-     .commands = INPUT_COMMANDS " estimate " BALANCE_DATA,
+     .commands = INPUT_COMMANDS " estimate tune " BALANCE_DATA,
      .help = "JSON configuration (docs/config.md); flags override it",
-     .doc = "`-` reads standard input."},
+     .doc = "`-` reads standard input. tune: an object whose keys are tune's options "
+            "(docs/tune.md)."},
     {.name = "method",
      CHOICE(method, planners, "planner method"),
      .metavar = "NAME",

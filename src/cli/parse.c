@@ -149,6 +149,27 @@ static void init_opts(cli_opts *o)
     }
 }
 
+int cli_option_fill(const cli_command *cmd, const char *name, const char *arg, cli_opts *o)
+{
+    for (size_t i = 0; i < cli_option_count; i++) {
+        const cli_option *opt = &cli_options[i];
+        if (strcmp(opt->name, name) || !cli_takes(cmd, opt) || !row_in_force(cmd, i))
+            continue;
+        void *at = (char *)o + opt->offset;
+        int given = opt->type == CLI_FLAG      ? *(int *)at != 0
+                    : opt->type == CLI_STRING  ? *(const char **)at != NULL
+                    : opt->type == CLI_INT     ? *(long long *)at != -1
+                    : opt->type == CLI_DECIMAL ? *(double *)at != -1
+                                               : *(int *)at != -1;
+        if (given)
+            return 0;
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", name);
+        return store(opt, flag, arg, o) ? -1 : 0;
+    }
+    return -2;
+}
+
 /* The options whose long name begins with the n characters of prefix, the aliases of one
  * option (its neighbours in longopts) counted once; printed to f unless f is NULL. */
 static int matches(const char *prefix, size_t n, FILE *f)

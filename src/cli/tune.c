@@ -9,6 +9,7 @@
 
 #include <pipesched/tune.h>
 
+#include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -147,6 +148,133 @@ static int parse_gpus(const char *spec, gpu_list *g)
             snprintf(why, sizeof why, "%d is listed twice", g->n[i]);
             return bad_gpus(spec, why);
         }
+    return EXIT_OK;
+}
+
+/* ---- --config FILE: the options' values from a JSON object ----------------------------------- */
+
+extern const cli_command cli_cmd_tune;
+
+#define CONFIG_KEYS 64
+#define CONFIG_VALUE 4096
+
+/* The values the file gives, as the command line's words (cli_opts points into them). */
+typedef struct config_words {
+    cJSON *root;
+    char text[CONFIG_KEYS][CONFIG_VALUE];
+} config_words;
+
+static int config_key_ok(const cli_option *opt)
+{
+    return cli_takes(&cli_cmd_tune, opt) && strcmp(opt->name, "config") &&
+           strcmp(opt->name, "help");
+}
+
+static void config_keys(void)
+{
+    const char *sep = "";
+    for (size_t i = 0; i < cli_option_count; i++)
+        if (config_key_ok(&cli_options[i])) {
+            int dup = 0;
+            for (size_t j = 0; j < i; j++)
+                dup |= config_key_ok(&cli_options[j]) &&
+                       !strcmp(cli_options[j].name, cli_options[i].name);
+            if (!dup)
+                fprintf(stderr, "%s%s", sep, cli_options[i].name);
+            sep = dup ? sep : ", ";
+        }
+}
+
+/* One value as the word its option takes: a string, a number, true (a flag), or a list of
+ * strings and numbers joined by commas. 0, or -1 for a value of another type. */
+static int config_word(const cJSON *v, char *out)
+{
+    if (cJSON_IsString(v))
+        return snprintf(out, CONFIG_VALUE, "%s", v->valuestring) < CONFIG_VALUE ? 0 : -1;
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (d == (double)(long long)d)
+            snprintf(out, CONFIG_VALUE, "%lld", (long long)d);
+        else
+            snprintf(out, CONFIG_VALUE, "%.17g", d);
+        return 0;
+    }
+    if (cJSON_IsTrue(v)) {
+        snprintf(out, CONFIG_VALUE, "1");
+        return 0;
+    }
+    if (cJSON_IsArray(v) && cJSON_GetArraySize(v) > 0) {
+        size_t n = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, v)
+        {
+            char w[64];
+            if (cJSON_IsString(e))
+                snprintf(w, sizeof w, "%s", e->valuestring);
+            else if (cJSON_IsNumber(e))
+                snprintf(w, sizeof w, "%.17g", e->valuedouble);
+            else
+                return -1;
+            int k = snprintf(out + n, CONFIG_VALUE - n, "%s%s", n ? "," : "", w);
+            if (k < 0 || (size_t)k >= CONFIG_VALUE - n)
+                return -1;
+            n += (size_t)k;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+/* Fills c's options that the command line left unset from the file's object. */
+static int load_config(cli_opts *c, config_words *cw)
+{
+    char *text;
+    size_t len;
+    if (cli_read_file(c->config, SPEC_LIMIT, &text, &len))
+        return EXIT_USAGE;
+    cw->root = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!cJSON_IsObject(cw->root)) {
+        fprintf(stderr, "pipesched: %s: not a JSON object (tune's keys: ", c->config);
+        config_keys();
+        fprintf(stderr, ")\n");
+        return EXIT_USAGE;
+    }
+    int k = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cw->root)
+    {
+        if (k == CONFIG_KEYS) {
+            fprintf(stderr, "pipesched: %s: more than %d keys\n", c->config, CONFIG_KEYS);
+            return EXIT_USAGE;
+        }
+        const cli_option *opt = NULL;
+        for (size_t i = 0; i < cli_option_count && !opt; i++)
+            if (config_key_ok(&cli_options[i]) && !strcmp(cli_options[i].name, v->string))
+                opt = &cli_options[i];
+        if (!opt) {
+            fprintf(stderr, "pipesched: %s: unknown key \"%s\" (tune's keys: ", c->config,
+                    v->string);
+            config_keys();
+            fprintf(stderr, ")\n");
+            return EXIT_USAGE;
+        }
+        if (cJSON_IsFalse(v) && opt->type == CLI_FLAG)
+            continue;
+        if ((cJSON_IsBool(v) != (opt->type == CLI_FLAG)) || config_word(v, cw->text[k])) {
+            fprintf(stderr, "pipesched: %s: key \"%s\" takes %s, as its option --%s %s does\n",
+                    c->config, v->string,
+                    opt->type == CLI_FLAG ? "true or false"
+                                          : "a string, a number or a list of them",
+                    opt->name, opt->metavar ? opt->metavar : "");
+            return EXIT_USAGE;
+        }
+        if (cli_option_fill(&cli_cmd_tune, v->string, cw->text[k], c)) {
+            fprintf(stderr, "pipesched: (the value of key \"%s\" in %s)\n", v->string, c->config);
+            return EXIT_USAGE;
+        }
+        k++;
+    }
     return EXIT_OK;
 }
 
@@ -860,13 +988,19 @@ static int search_one(const cli_opts *o, const ps_transformer *m, const ps_hardw
     return EXIT_OK;
 }
 
-static int tune_main(const cli_opts *o)
+static int tune_main(const cli_opts *opts)
 {
     ps_transformer model;
     ps_hardware hw;
-    static result res; /* large: not on the stack */
+    static result res;      /* large: not on the stack */
+    static config_words cw; /* the --config file's words, which o points into */
     memset(&res, 0, sizeof res);
-    int ex = check_required(o);
+    cw.root = NULL;
+    cli_opts oc = *opts;
+    const cli_opts *o = &oc;
+    int ex = oc.config ? load_config(&oc, &cw) : EXIT_OK;
+    if (!ex)
+        ex = check_required(o);
     if (!ex)
         ex = parse_gpus(o->tune_gpus, &res.g);
     if (!ex)
@@ -877,8 +1011,10 @@ static int tune_main(const cli_opts *o)
         ex = load_spec("model", o->model, &model, NULL);
     if (!ex)
         ex = load_spec("hardware", o->hardware, NULL, &hw);
-    if (ex)
+    if (ex) {
+        cJSON_Delete(cw.root);
         return ex;
+    }
     ps_tune_job job;
     ps_tune_job_init(&job);
     job.gpus_per_node = o->gpus_per_node > 0 ? (int32_t)o->gpus_per_node : 0;
@@ -908,6 +1044,7 @@ static int tune_main(const cli_opts *o)
         ps_tune_free(res.t[i]);
     free(res.top);
     free(res.front);
+    cJSON_Delete(cw.root);
     return ex;
 }
 
