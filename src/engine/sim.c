@@ -523,37 +523,26 @@ static int check_inputs(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
     return 0;
 }
 
-/* Makes *dst (of *dn entries) a copy of src[0 .. n); n == 0 frees it. An array of the same
- * length is overwritten in place, so that simulating again does not allocate. */
-static int copy_table(ps_sim *sim, ps_fbw **dst, size_t *dn, const ps_fbw *src, size_t n)
+/* Returns a copy of src[0 .. n) (elements of size bytes) in place of old (*dn elements): old
+ * itself, overwritten, when the count is unchanged, so that simulating again does not
+ * allocate; NULL when n is 0, or with *rc set when out of memory (*dn then 0). */
+static void *copy_table(ps_sim *sim, void *old, size_t *dn, const void *src, size_t n, size_t size,
+                        int *rc)
 {
+    void *d = old;
     if (n != *dn) {
-        ps__free(&sim->al, *dst, *dn, sizeof **dst);
-        *dst = NULL;
+        ps__free(&sim->al, old, *dn, size);
+        d = NULL;
         *dn = 0;
-        if (n && !(*dst = ps__alloc(&sim->al, n, sizeof **dst)))
-            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+        if (n && !(d = ps__alloc(&sim->al, n, size))) {
+            *rc = ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+            return NULL;
+        }
         *dn = n;
     }
     if (n)
-        memcpy(*dst, src, n * sizeof *src);
-    return 0;
-}
-
-/* Makes sim's micro-batch weights a copy of w[0 .. n) (n == 0: none), as copy_table() does. */
-static int copy_weights(ps_sim *sim, const double *w, size_t n)
-{
-    if (n != sim->n_mb_weight) {
-        ps__free(&sim->al, sim->mb_weight, sim->n_mb_weight, sizeof *sim->mb_weight);
-        sim->mb_weight = NULL;
-        sim->n_mb_weight = 0;
-        if (n && !(sim->mb_weight = ps__alloc(&sim->al, n, sizeof *sim->mb_weight)))
-            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        sim->n_mb_weight = n;
-    }
-    if (n)
-        memcpy(sim->mb_weight, w, n * sizeof *w);
-    return 0;
+        memcpy(d, src, n * size);
+    return d;
 }
 
 /* Copies the problem's per-stage costs (in MoE mode its per-stage extras), memory and
@@ -562,13 +551,16 @@ static int copy_stage_tables(ps_sim *sim, const ps_problem *pb)
 {
     const ps_stage_cost *costs = pb->has_moe ? pb->moe_extra : pb->stage_costs;
     size_t ncost = pb->has_moe ? pb->n_moe_extra : pb->n_stage_costs;
-    int rc = copy_table(sim, &sim->stage_cost, &sim->nstage_cost, costs, ncost);
-    if (rc)
-        return rc;
-    rc = copy_table(sim, &sim->stage_mem, &sim->nstage_mem, pb->stage_mem, pb->n_stage_mem);
-    if (rc)
-        return rc;
-    return copy_weights(sim, pb->mb_weights, pb->n_mb_weights);
+    int rc = 0;
+    sim->stage_cost =
+        copy_table(sim, sim->stage_cost, &sim->nstage_cost, costs, ncost, sizeof *costs, &rc);
+    if (!rc)
+        sim->stage_mem = copy_table(sim, sim->stage_mem, &sim->nstage_mem, pb->stage_mem,
+                                    pb->n_stage_mem, sizeof *pb->stage_mem, &rc);
+    if (!rc)
+        sim->mb_weight = copy_table(sim, sim->mb_weight, &sim->n_mb_weight, pb->mb_weights,
+                                    pb->n_mb_weights, sizeof *pb->mb_weights, &rc);
+    return rc;
 }
 
 /* The uniform models by action kind, read by the clock's step without a branch on the kind. */
