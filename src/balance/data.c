@@ -430,6 +430,26 @@ static void swap_samples(bal *b, size_t x, size_t y)
     b->load[sy] += b->t[a] - b->t[c];
 }
 
+/* One move of rank r's local search: swap(b, x, y), simulate the rank, keep the swap when
+ * it shortens the rank, else undo it (a swap is its own inverse). 1: kept; 0: undone; -1:
+ * stop (the evaluation budget is spent, or *rc holds an error). */
+static int try_swap(bal *b, int32_t r, void (*swap)(bal *, size_t, size_t), size_t x, size_t y,
+                    int *rc)
+{
+    if (b->evals >= b->max_evals)
+        return -1;
+    swap(b, x, y);
+    double v;
+    if ((*rc = eval_rank(b, r, &v)))
+        return -1;
+    if (better(v, b->mk[r])) {
+        b->mk[r] = v;
+        return 1;
+    }
+    swap(b, x, y);
+    return 0;
+}
+
 /* Rank r's micro-batch order: two slots swapped. Returns 1 when a swap was kept. */
 static int try_slot_swaps(bal *b, int32_t r, int *rc)
 {
@@ -438,17 +458,9 @@ static int try_slot_swaps(bal *b, int32_t r, int *rc)
         for (int32_t k = j + 1; k < b->M; k++) {
             if (b->load[base + j] == b->load[base + k])
                 continue;
-            if (b->evals >= b->max_evals)
-                return 0;
-            swap_slots(b, base + j, base + k);
-            double v;
-            if ((*rc = eval_rank(b, r, &v)))
-                return 0;
-            if (better(v, b->mk[r])) {
-                b->mk[r] = v;
-                return 1;
-            }
-            swap_slots(b, base + j, base + k);
+            int kept = try_swap(b, r, swap_slots, base + j, base + k, rc);
+            if (kept)
+                return kept > 0;
         }
     }
     return 0;
@@ -464,17 +476,9 @@ static int try_inner_swaps(bal *b, int32_t r, int *rc)
         for (size_t y = (x / b->B + 1) * b->B; y < per; y++) {
             if (b->t[b->at[base + x]] == b->t[b->at[base + y]])
                 continue;
-            if (b->evals >= b->max_evals)
-                return 0;
-            swap_samples(b, base + x, base + y);
-            double v;
-            if ((*rc = eval_rank(b, r, &v)))
-                return 0;
-            if (better(v, b->mk[r])) {
-                b->mk[r] = v;
-                return 1;
-            }
-            swap_samples(b, base + x, base + y);
+            int kept = try_swap(b, r, swap_samples, base + x, base + y, rc);
+            if (kept)
+                return kept > 0;
         }
     }
     return 0;
