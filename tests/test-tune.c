@@ -730,6 +730,172 @@ START_TEST(csv_all)
 }
 END_TEST
 
+/* ---- across processes: shares of the space, packed and merged (what tune_mpi.c sends) ------ */
+
+static char *csv_text(const ps_tune *t)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_int_eq(ps_tune_write_csv(t, to_buffer, f), 0);
+    fclose(f);
+    return buf;
+}
+
+/* A share function that knows the whole run's K-th best step from the start: the most the
+ * other processes could ever tell; pruning against it must not change the answer either. */
+static double share_exact(void *ud, double kth)
+{
+    ck_assert(kth >= 0);
+    return *(const double *)ud;
+}
+
+/* The space cut into `parts` shares, each run alone (process i of parts), the others' packs
+ * merged into share 0's handle. */
+static ps_tune *run_shares(const ps_transformer *m, const ps_hardware *hw, const ps_tune_job *j,
+                           uint32_t parts, double *kth)
+{
+    ps_tune *t[4];
+    void *packs[4];
+    size_t lens[4];
+    uint64_t owned = 0;
+    for (uint32_t i = 0; i < parts; i++) {
+        ps__tune_part part = {i, parts, kth ? share_exact : NULL, kth};
+        ck_assert_int_eq(ps_tune_new(&t[i], NULL), 0);
+        int rc = ps__tune_run_part(t[i], m, hw, j, &part);
+        ck_assert_msg(rc == 0, "share %u of %u: %s", i, parts, ps_tune_last_error(t[i]));
+        ps_tune_stats st;
+        ps_tune_stats_get(t[i], &st);
+        owned += st.candidates;
+        ck_assert_uint_eq(st.rejected + st.simulated + st.pruned, st.candidates);
+        if (i > 0) {
+            ck_assert_int_eq(ps__tune_pack(t[i], 0, &packs[i - 1], &lens[i - 1]), 0);
+            ck_assert_int_eq(ps__tune_pack_rc(packs[i - 1], lens[i - 1], NULL), 0);
+        }
+    }
+    /* Every share but the root's is needed, each once; the shares own every candidate once. */
+    if (parts > 2) {
+        ck_assert_int_eq(ps__tune_merge(t[0], (const void *const *)packs, lens, parts - 2, 1.0),
+                         PS_EINVAL);
+        const void *twice[] = {packs[0], packs[0]};
+        size_t twice_len[] = {lens[0], lens[0]};
+        ck_assert_int_eq(ps__tune_merge(t[0], twice, twice_len, 2, 1.0), PS_EINVAL);
+        ck_assert_ptr_nonnull(strstr(ps_tune_last_error(t[0]), "two results of share 1"));
+    }
+    ck_assert_int_eq(ps__tune_merge(t[0], (const void *const *)packs, lens, parts - 1, 1.5), 0);
+    ps_tune_stats st;
+    ps_tune_stats_get(t[0], &st);
+    ck_assert_uint_eq(st.candidates, owned);
+    ck_assert_int_eq(st.processes, (int)parts);
+    ck_assert(st.seconds == 1.5);
+    for (uint32_t i = 1; i < parts; i++) {
+        free(packs[i - 1]);
+        ps_tune_free(t[i]);
+    }
+    return t[0];
+}
+
+/* 2, 3 and 4 shares of the dense, GQA and MoE spaces merged: the single run's top K, front,
+ * reasons, counts and, without pruning, its CSV byte for byte. */
+START_TEST(parts_same)
+{
+    ps_transformer models[] = {dense_model(), gqa_model(), moe_model()};
+    for (int mi = 0; mi < 3; mi++) {
+        ps_hardware hw = small_hw();
+        ps_tune_job j = small_job(5);
+        j.record_all = 1;
+        for (int prune = 0; prune < 2; prune++) {
+            j.no_prune = !prune;
+            ps_tune *one = tune_ok(&models[mi], &hw, &j);
+            ps_tune_stats a;
+            ps_tune_stats_get(one, &a);
+            char *want = csv_text(one);
+            for (uint32_t parts = 2; parts <= 4; parts++) {
+                j.threads = (int32_t)(parts % 2 + 1); /* 1 and 2 threads per share */
+                ps_tune *merged = run_shares(&models[mi], &hw, &j, parts, NULL);
+                ps_tune_stats b;
+                ps_tune_stats_get(merged, &b);
+                same_answer(one, merged);
+                same_reasons(one, merged);
+                ck_assert_uint_eq(b.candidates, a.candidates);
+                ck_assert_uint_eq(b.rejected, a.rejected);
+                ck_assert_uint_eq(b.over_memory, a.over_memory);
+                ck_assert_uint_eq(b.failed, a.failed);
+                ck_assert(b.min_need_gib == a.min_need_gib);
+                if (!prune) {
+                    ck_assert_uint_eq(b.simulated, a.simulated);
+                    ck_assert_uint_eq(b.fitting, a.fitting);
+                    char *got = csv_text(merged);
+                    ck_assert_msg(!strcmp(got, want), "%s, %u shares: the CSV differs",
+                                  models[mi].name, parts);
+                    free(got);
+                }
+                ps_tune_free(merged);
+                j.threads = 1;
+            }
+            free(want);
+            ps_tune_free(one);
+        }
+    }
+}
+END_TEST
+
+/* The K-th best step shared from the start (the tightest any process could share): more is
+ * pruned, the answer is the same. */
+START_TEST(parts_shared_bound)
+{
+    ps_transformer models[] = {dense_model(), moe_model()};
+    for (int mi = 0; mi < 2; mi++) {
+        ps_hardware hw = small_hw();
+        hw.hbm_gib = 80;
+        ps_tune_job j = small_job(3);
+        ps_tune *one = tune_ok(&models[mi], &hw, &j);
+        ps_tune_row last;
+        ck_assert_int_eq(ps_tune_top(one, 2, &last), 0);
+        double kth = last.result.step_time_s;
+        ps_tune *merged = run_shares(&models[mi], &hw, &j, 3, &kth);
+        same_answer(one, merged);
+        same_reasons(one, merged);
+        ps_tune_stats a, b;
+        ps_tune_stats_get(one, &a);
+        ps_tune_stats_get(merged, &b);
+        ck_assert_uint_eq(b.bound_breaks, 0);
+        ck_assert_msg(b.pruned > 0, "%s: nothing pruned, the test proves nothing", models[mi].name);
+        ps_tune_free(merged);
+        ps_tune_free(one);
+    }
+}
+END_TEST
+
+/* A failed share travels as its code and message; a buffer that is no pack is refused. */
+START_TEST(parts_pack_errors)
+{
+    ps_tune *t;
+    ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+    ps_transformer m = dense_model();
+    ps_hardware hw = small_hw();
+    ps_tune_job j = small_job(3);
+    j.gpus = 0;
+    int rc = ps_tune_run(t, &m, &hw, &j);
+    ck_assert_int_lt(rc, 0);
+    void *pack;
+    size_t len;
+    ck_assert_int_eq(ps__tune_pack(t, rc, &pack, &len), 0);
+    const char *msg;
+    ck_assert_int_eq(ps__tune_pack_rc(pack, len, &msg), rc);
+    ck_assert_str_eq(msg, ps_tune_last_error(t));
+    ck_assert_int_eq(ps__tune_pack_rc(pack, len - 1, &msg), PS_EINVAL);
+    ck_assert_int_eq(ps__tune_pack(t, 0, &pack, &len) == PS_ESTATE, 1);
+    /* A share of a run with 1 part cannot take a pack; a run needs the part in range. */
+    ck_assert_int_eq(ps__tune_merge(t, NULL, NULL, 0, 1), PS_ESTATE);
+    ps__tune_part bad = {2, 2, NULL, NULL};
+    j.gpus = GPUS;
+    ck_assert_int_eq(ps__tune_run_part(t, &m, &hw, &j, &bad), PS_EINVAL);
+    free(pack);
+    ps_tune_free(t);
+}
+END_TEST
+
 /* The front against step time, peak memory and GPU count of hand-made points. */
 START_TEST(pareto3_hand)
 {
@@ -774,6 +940,9 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, csv_all);
     tcase_add_test(tc, pareto3_hand);
+    tcase_add_test(tc, parts_same);
+    tcase_add_test(tc, parts_shared_bound);
+    tcase_add_test(tc, parts_pack_errors);
     suite_add_tcase(s, tc);
     return s;
 }

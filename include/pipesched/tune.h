@@ -155,6 +155,8 @@ typedef struct ps_tune_stats {
                                   bit, and its timeline was reused (depends on the threads) */
     uint64_t over_unsimulated; /* of over_memory: found by the exact peak memory, which needs the
                                   schedule but no simulation, so not in simulated */
+    int32_t processes;         /* the MPI processes of ps_tune_mpi_run (tune_mpi.h), else 1;
+                                  threads is then their sum */
 } ps_tune_stats;
 
 /*

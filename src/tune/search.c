@@ -14,6 +14,7 @@
 
 #include "model/estimate.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -84,6 +85,10 @@ struct ps_tune {
     _Atomic uint64_t next;
     _Atomic uint64_t done;      /* candidates evaluated */
     _Atomic uint64_t best_bits; /* the best fitting step so far, as its bits (0: none) */
+    _Atomic uint64_t kth_bits;  /* the least K-th best step of any thread or process (0: none) */
+    ps__tune_part part;         /* this process's share of the space (1 of 1 by ps_tune_run) */
+    uint64_t owned;             /* the candidates of that share */
+    double shared;              /* the last time the calling thread called part.share */
     double t0, reported;        /* the start; the last progress call */
     int have;
     char err[PS__ERRLEN];
@@ -361,14 +366,42 @@ static int over_memory(worker *w, uint64_t idx, int32_t rank, double gib, double
     return rc;
 }
 
-/* Lowers the shared best step to step when faster. Positive doubles order as their bits. */
-static void publish_best(ps_tune *t, double step)
+/* Lowers *at, a positive double as its bits (0: none), to step when less. Positive doubles
+ * order as their bits. */
+static void publish_min(_Atomic uint64_t *at, double step)
 {
     uint64_t bits;
     memcpy(&bits, &step, sizeof bits);
-    uint64_t old = atomic_load(&t->best_bits);
-    while ((old == 0 || bits < old) && !atomic_compare_exchange_weak(&t->best_bits, &old, bits))
+    uint64_t old = atomic_load(at);
+    while ((old == 0 || bits < old) && !atomic_compare_exchange_weak(at, &old, bits))
         ;
+}
+
+/* Lowers the shared best step to step when faster. */
+static void publish_best(ps_tune *t, double step)
+{
+    publish_min(&t->best_bits, step);
+}
+
+static double bits_value(uint64_t bits)
+{
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return bits ? v : 0.0;
+}
+
+/*
+ * The K-th best step time that w may prune against: the least of its own K-th best and of the
+ * K-th best of any other thread or process (kth_bits). Each is the K-th of K configurations
+ * that exist, so a candidate slower than it is not in the top K whoever found them; INFINITY
+ * while nobody has K.
+ */
+static double kth_best(const worker *w, size_t k)
+{
+    double own = w->ntop == k ? w->top[k - 1].result.step_time_s : INFINITY;
+    uint64_t bits = atomic_load(&w->t->kth_bits);
+    double any = bits ? bits_value(bits) : INFINITY;
+    return any < own ? any : own;
 }
 
 static double now_s(void);
@@ -384,13 +417,11 @@ static void report(ps_tune *t, int final)
     ps_tune_progress p;
     uint64_t bits = atomic_load(&t->best_bits);
     p.done = atomic_load(&t->done);
-    p.total = t->sp.total;
+    p.total = t->owned;
     if (!final && p.done >= p.total)
         return; /* the final call says it, once */
     p.seconds = now - t->t0;
-    memcpy(&p.best_step_s, &bits, sizeof bits);
-    if (!bits)
-        p.best_step_s = 0.0;
+    p.best_step_s = bits_value(bits);
     j->progress(j->progress_ud, &p);
 }
 
@@ -440,7 +471,7 @@ static int evaluate(worker *w, uint64_t idx)
     /* A candidate slower than the K-th best and dominated by a configuration on the front is
      * in neither (docs/tune.md). One the estimate refused is not pruned: the run below counts
      * its reason, whatever the threads found. */
-    if (!rc && !s->job.no_prune && w->ntop == k && prune_lb > w->top[k - 1].result.step_time_s &&
+    if (!rc && !s->job.no_prune && prune_lb > kth_best(w, k) &&
         front_dominates(w, prune_lb, lb.mem_gib)) {
         w->pruned++;
         set_record(t, idx, ST_PRUNED, 0, w->id, NULL);
@@ -469,6 +500,8 @@ static int evaluate(worker *w, uint64_t idx)
     set_record(t, idx, ST_OK, 0, w->id, &row.result);
     publish_best(t, row.result.step_time_s);
     top_insert(w->top, &w->ntop, k, &row);
+    if (w->ntop == k)
+        publish_min(&t->kth_bits, w->top[k - 1].result.step_time_s);
     return front_insert(w, &row);
 }
 
@@ -492,36 +525,79 @@ static void visit_chunk(worker *w, uint64_t lo, uint64_t hi)
     }
 }
 
+/* The calling thread's exchange with the other processes (part.share), at most every 0.05 s:
+ * this process's K-th best out, the best K-th known anywhere in. */
+static void share_bound(ps_tune *t, int final)
+{
+    if (!t->part.share)
+        return;
+    double now = now_s();
+    if (!final && now - t->shared < 0.05)
+        return;
+    t->shared = now;
+    double any = t->part.share(t->part.ud, bits_value(atomic_load(&t->kth_bits)));
+    if (any > 0)
+        publish_min(&t->kth_bits, any);
+}
+
+/*
+ * The chunks of this process: the space is cut into chunks of CHUNK numbers, and process
+ * `part` of `parts` owns chunks part, part + parts, part + 2 parts, ... (a static interleave,
+ * docs/tune.md "Across processes"); its threads take the owned chunks in order from one
+ * counter (t->next, in owned chunks).
+ */
+static int owned_chunk(const ps_tune *t, uint64_t nth, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t total = t->sp.total, chunk = nth * t->part.parts + t->part.part;
+    if (chunk >= (total + CHUNK - 1) / CHUNK)
+        return 0;
+    *lo = chunk * CHUNK;
+    *hi = total - *lo < CHUNK ? total : *lo + CHUNK;
+    return 1;
+}
+
+static uint64_t owned_chunks(const ps_tune *t)
+{
+    uint64_t chunks = (t->sp.total + CHUNK - 1) / CHUNK;
+    return chunks / t->part.parts + (t->part.part < chunks % t->part.parts);
+}
+
+static uint64_t owned_candidates(const ps_tune *t)
+{
+    uint64_t total = t->sp.total, chunks = (total + CHUNK - 1) / CHUNK;
+    uint64_t n = owned_chunks(t) * CHUNK;
+    if (chunks && (chunks - 1) % t->part.parts == t->part.part)
+        n -= chunks * CHUNK - total; /* the last chunk is short */
+    return n;
+}
+
 static void *work(void *arg)
 {
     worker *w = arg;
     ps_tune *t = w->t;
-    uint64_t total = t->sp.total;
-    for (;;) {
-        uint64_t lo = atomic_fetch_add(&t->next, CHUNK);
-        if (lo >= total || w->rc)
-            break;
-        uint64_t hi = total - lo < CHUNK ? total : lo + CHUNK;
+    uint64_t lo, hi;
+    while (!w->rc && owned_chunk(t, atomic_fetch_add(&t->next, 1), &lo, &hi)) {
         visit_chunk(w, lo, hi);
         atomic_fetch_add(&t->done, hi - lo);
-        if (w->id == 0)
+        if (w->id == 0) {
             report(t, 0);
+            share_bound(t, 0);
+        }
     }
     if (w->rc)
-        atomic_store(&t->next, total); /* the others stop at their next chunk */
+        atomic_store(&t->next, UINT64_MAX / 2); /* the others stop at their next chunk */
     return NULL;
 }
 
 /* ---- the run --------------------------------------------------------------------------------- */
 
-static int thread_count(const ps_tune_job *j, uint64_t total)
+static int thread_count(const ps_tune_job *j, uint64_t chunks)
 {
     long n = j->threads > 0 ? j->threads : sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1)
         n = 1;
     if (n > MAX_THREADS)
         n = MAX_THREADS;
-    uint64_t chunks = (total + CHUNK - 1) / CHUNK;
     if ((uint64_t)n > chunks)
         n = chunks ? (long)chunks : 1;
     return (int)n;
@@ -563,7 +639,7 @@ static int run_workers(ps_tune *t, worker *w, int n)
     for (int i = 1; i < n; i++, started++)
         if (pthread_create(&w[i].th, NULL, work, &w[i])) {
             rc = ps__seterr(t->err, PS_EINTERNAL, "cannot start thread %d of %d", i, n);
-            atomic_store(&t->next, t->sp.total);
+            atomic_store(&t->next, UINT64_MAX / 2);
             break;
         }
     work(&w[0]);
@@ -711,7 +787,7 @@ static void merge_stats(ps_tune *t, worker *w, int n, double seconds)
 {
     ps_tune_stats *st = &t->st;
     memset(st, 0, sizeof *st);
-    st->candidates = t->sp.total;
+    st->candidates = t->owned;
     for (int i = 0; i < n; i++) {
         for (int r = 0; r < PS__R_CHEAP; r++)
             st->rejected += w[i].cheap[r];
@@ -733,18 +809,27 @@ static void merge_stats(ps_tune *t, worker *w, int n, double seconds)
     st->candidates_per_s = seconds > 0 ? (double)st->candidates / seconds : 0;
     st->simulated_per_s = seconds > 0 ? (double)st->simulated / seconds : 0;
     st->threads = n;
+    st->processes = 1;
     st->limit_gib = t->sp.limit_gib;
 }
 
 int ps_tune_run(ps_tune *t, const ps_transformer *model, const ps_hardware *hw,
                 const ps_tune_job *job)
 {
+    ps__tune_part whole = {0, 1, NULL, NULL};
+    return ps__tune_run_part(t, model, hw, job, &whole);
+}
+
+int ps__tune_run_part(ps_tune *t, const ps_transformer *model, const ps_hardware *hw,
+                      const ps_tune_job *job, const ps__tune_part *part)
+{
     if (!t)
         return PS_EINVAL;
     clear_results(t);
     t->err[0] = 0;
-    if (!model || !hw || !job)
+    if (!model || !hw || !job || !part || part->parts < 1 || part->part >= part->parts)
         return ps__seterr(t->err, PS_EINVAL, "ps_tune_run needs a model, hardware and a job");
+    t->part = *part;
     int rc = ps__space_build(&t->sp, model, hw, job, &t->k, t->err);
     if (rc)
         return rc;
@@ -758,13 +843,16 @@ int ps_tune_run(ps_tune *t, const ps_transformer *model, const ps_hardware *hw,
                               (unsigned long long)t->sp.total);
         t->nrecs = t->sp.total;
     }
-    int n = thread_count(job, t->sp.total);
+    int n = thread_count(job, owned_chunks(t));
+    t->owned = owned_candidates(t);
     worker *w = NULL;
     double t0 = now_s();
     atomic_store(&t->next, 0);
     atomic_store(&t->done, 0);
     atomic_store(&t->best_bits, 0);
+    atomic_store(&t->kth_bits, 0);
     t->t0 = t->reported = t0;
+    t->shared = 0;
     rc = start_workers(t, &w, n);
     if (!rc)
         rc = run_workers(t, w, n);
@@ -929,4 +1017,255 @@ size_t ps_tune_pareto3(const double *step, const double *peak, const int32_t *gp
         count += on[i];
     }
     return count;
+}
+
+/* ---- across processes: one share's results as a buffer, and their merge ---------------------- */
+
+#define PACK_MAGIC 0x31454e5554535050ull /* "PPSTUNE1" */
+
+/* A pack: this head, then the top rows, the front rows, the reasons and the records of the
+ * share's own candidates in number order (or, when rc < 0, the message). */
+typedef struct pack_head {
+    uint64_t magic;
+    int32_t rc;
+    uint32_t part, parts;
+    uint64_t total, ntop, nfront, nreasons, nrecs, msg_len;
+    ps_tune_stats st;
+} pack_head;
+
+int ps__tune_pack(const ps_tune *t, int rc, void **out, size_t *len)
+{
+    if (!t || !out || !len)
+        return PS_EINVAL;
+    pack_head h;
+    memset(&h, 0, sizeof h);
+    h.magic = PACK_MAGIC;
+    h.rc = rc;
+    if (rc < 0) {
+        h.msg_len = strlen(t->err) + 1;
+    } else {
+        if (!t->have)
+            return PS_ESTATE;
+        h.part = t->part.part, h.parts = t->part.parts, h.total = t->sp.total;
+        h.ntop = t->ntop, h.nfront = t->nfront, h.nreasons = t->reasons.n;
+        h.nrecs = t->recs ? t->owned : 0;
+        h.st = t->st;
+    }
+    size_t n = sizeof h + h.ntop * sizeof *t->top + h.nfront * sizeof *t->front +
+               h.nreasons * sizeof *t->reasons.v + h.nrecs * sizeof *t->recs + h.msg_len;
+    char *buf = malloc(n), *at = buf;
+    if (!buf)
+        return PS_ENOMEM;
+#define PUT(src, bytes) (memcpy(at, (src), (bytes)), at += (bytes))
+    PUT(&h, sizeof h);
+    if (rc < 0) {
+        PUT(t->err, h.msg_len);
+    } else {
+        if (h.ntop)
+            PUT(t->top, h.ntop * sizeof *t->top);
+        if (h.nfront)
+            PUT(t->front, h.nfront * sizeof *t->front);
+        if (h.nreasons)
+            PUT(t->reasons.v, h.nreasons * sizeof *t->reasons.v);
+        uint64_t lo, hi;
+        for (uint64_t c = 0; h.nrecs && owned_chunk(t, c, &lo, &hi); c++)
+            PUT(t->recs + lo, (hi - lo) * sizeof *t->recs);
+    }
+#undef PUT
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* The head of a pack whose length matches its counts, or NULL. */
+static const pack_head *pack_parse(const void *pack, size_t len)
+{
+    pack_head h;
+    if (!pack || len < sizeof h)
+        return NULL;
+    memcpy(&h, pack, sizeof h);
+    if (h.magic != PACK_MAGIC)
+        return NULL;
+    uint64_t want = sizeof h;
+    const uint64_t parts[][2] = {{h.ntop, sizeof(ps_tune_row)},
+                                 {h.nfront, sizeof(ps_tune_row)},
+                                 {h.nreasons, sizeof(reason)},
+                                 {h.nrecs, sizeof(record)},
+                                 {h.msg_len, 1}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (parts[i][0] > (UINT64_MAX - want) / parts[i][1])
+            return NULL;
+        want += parts[i][0] * parts[i][1];
+    }
+    if (want != len || (h.rc < 0 && (h.msg_len == 0 || ((const char *)pack)[len - 1])))
+        return NULL;
+    return pack; /* a malloc'd or received buffer: aligned for any type */
+}
+
+int ps__tune_pack_rc(const void *pack, size_t len, const char **msg)
+{
+    const pack_head *h = pack_parse(pack, len);
+    if (!h)
+        return PS_EINVAL;
+    if (msg)
+        *msg = h->rc < 0 ? (const char *)(h + 1) : "";
+    return h->rc;
+}
+
+/* The index of key in the list l, which holds it. */
+static uint16_t reason_index(const reason_list *l, const char *key)
+{
+    for (size_t g = 0; g < l->n; g++)
+        if (!strcmp(l->v[g].key, key))
+            return (uint16_t)g;
+    return 0;
+}
+
+/* Adds the reasons v[n] to l (summed by text, as merge_reasons sums the threads'). */
+static int add_reasons(ps_tune *t, reason_list *l, const reason *v, uint64_t n)
+{
+    for (uint64_t j = 0; j < n; j++) {
+        long at = reason_find(&t->al, l, v[j].key);
+        if (at < 0)
+            return PS_ENOMEM;
+        reason *g = &l->v[at];
+        g->count += v[j].count;
+        if (v[j].first < g->first) {
+            g->first = v[j].first;
+            memcpy(g->example, v[j].example, sizeof g->example);
+        }
+        if (v[j].min_gib > 0 && (g->min_gib == 0 || v[j].min_gib < g->min_gib))
+            g->min_gib = v[j].min_gib;
+    }
+    return 0;
+}
+
+/* Record r's reason, an index into the list old, as an index into the list l. */
+static void remap_record(record *r, const reason *old, const reason_list *l)
+{
+    if (r->status != ST_OK && r->status != ST_PRUNED)
+        r->reason = reason_index(l, old[r->reason].key);
+}
+
+static void add_stats(ps_tune_stats *s, const ps_tune_stats *o)
+{
+    s->candidates += o->candidates;
+    s->rejected += o->rejected;
+    s->simulated += o->simulated;
+    s->failed += o->failed;
+    s->over_memory += o->over_memory;
+    s->fitting += o->fitting;
+    s->pruned += o->pruned;
+    s->bound_breaks += o->bound_breaks;
+    s->reused += o->reused;
+    s->over_unsimulated += o->over_unsimulated;
+    s->threads += o->threads;
+    s->processes += o->processes;
+    if (o->min_need_gib > 0 &&
+        (s->min_need_gib == 0 || o->min_need_gib < s->min_need_gib ||
+         (o->min_need_gib == s->min_need_gib && o->min_need_exact && !s->min_need_exact))) {
+        s->min_need_gib = o->min_need_gib;
+        s->min_need_exact = o->min_need_exact;
+    }
+}
+
+int ps__tune_merge(ps_tune *t, const void *const *packs, const size_t *lens, size_t n,
+                   double seconds)
+{
+    if (!t || (n && (!packs || !lens)))
+        return PS_EINVAL;
+    if (!t->have)
+        return PS_ESTATE;
+    const pack_head **h = ps__calloc(&t->al, n + 1, sizeof *h);
+    if (!h)
+        return ps__seterr(t->err, PS_ENOMEM, "out of memory merging the processes' results");
+    size_t nfront = t->nfront, k = t->top_cap;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        h[i] = pack_parse(packs[i], lens[i]);
+        if (!h[i] || h[i]->rc || h[i]->total != t->sp.total || h[i]->parts != t->part.parts ||
+            h[i]->part == t->part.part || h[i]->ntop > k || (h[i]->nrecs > 0) != (t->recs != NULL))
+            rc = ps__seterr(t->err, PS_EINVAL, "tune: result %zu of %zu is not of this search", i,
+                            n);
+        else
+            nfront += h[i]->nfront;
+        for (size_t j = 0; j < i && !rc; j++)
+            if (h[j]->part == h[i]->part)
+                rc = ps__seterr(t->err, PS_EINVAL, "tune: two results of share %u",
+                                (unsigned)h[i]->part);
+    }
+    if (!rc && n + 1 != t->part.parts)
+        rc = ps__seterr(t->err, PS_EINVAL, "tune: %zu results for %u shares", n + 1,
+                        (unsigned)t->part.parts);
+    ps_tune_row *front = rc ? NULL : ps__alloc(&t->al, nfront ? nfront : 1, sizeof *front);
+    if (!rc && !front)
+        rc = ps__seterr(t->err, PS_ENOMEM, "out of memory merging the processes' results");
+    /* The reasons: the root's (sorted) first, then every pack's, summed by text. */
+    reason_list l = {NULL, 0, 0};
+    if (!rc && (add_reasons(t, &l, t->reasons.v, t->reasons.n)))
+        rc = ps__seterr(t->err, PS_ENOMEM, "out of memory merging the reasons");
+    for (size_t i = 0; i < n && !rc; i++) {
+        const ps_tune_row *rows = (const ps_tune_row *)(h[i] + 1);
+        const reason *rs = (const reason *)(rows + h[i]->ntop + h[i]->nfront);
+        if (add_reasons(t, &l, rs, h[i]->nreasons))
+            rc = ps__seterr(t->err, PS_ENOMEM, "out of memory merging the reasons");
+    }
+    if (rc) {
+        ps__free(&t->al, front, nfront ? nfront : 1, sizeof *front);
+        ps__free(&t->al, l.v, l.cap, sizeof *l.v);
+        ps__free(&t->al, h, n + 1, sizeof *h);
+        return rc;
+    }
+    if (l.n)
+        qsort(l.v, l.n, sizeof *l.v, cmp_reason);
+    /* The top K and the front, ordered and filtered as merge_rows does the threads'. */
+    size_t nf = t->nfront;
+    if (nf)
+        memcpy(front, t->front, nf * sizeof *front);
+    for (size_t i = 0; i < n; i++) {
+        const ps_tune_row *rows = (const ps_tune_row *)(h[i] + 1);
+        for (uint64_t j = 0; j < h[i]->ntop; j++)
+            top_insert(t->top, &t->ntop, k, &rows[j]);
+        if (h[i]->nfront)
+            memcpy(front + nf, rows + h[i]->ntop, h[i]->nfront * sizeof *front);
+        nf += h[i]->nfront;
+    }
+    if (nf)
+        qsort(front, nf, sizeof *front, cmp_row);
+    size_t kept = 0;
+    for (size_t i = 0; i < nf; i++)
+        if (kept == 0 || front[i].result.peak_gib < front[kept - 1].result.peak_gib)
+            front[kept++] = front[i];
+    ps__free(&t->al, t->front, t->front_cap, sizeof *t->front);
+    t->front = front;
+    t->front_cap = nfront ? nfront : 1;
+    t->nfront = kept;
+    /* The records: the root's own renumbered, the others' copied into their chunks. */
+    uint64_t lo, hi;
+    for (uint64_t c = 0; t->recs && owned_chunk(t, c, &lo, &hi); c++)
+        for (uint64_t x = lo; x < hi; x++)
+            remap_record(&t->recs[x], t->reasons.v, &l);
+    for (size_t i = 0; i < n; i++) {
+        const ps_tune_row *rows = (const ps_tune_row *)(h[i] + 1);
+        const reason *rs = (const reason *)(rows + h[i]->ntop + h[i]->nfront);
+        const record *recs = (const record *)(rs + h[i]->nreasons);
+        ps__tune_part own = t->part;
+        t->part.part = h[i]->part; /* owned_chunk of that share */
+        for (uint64_t c = 0, at = 0; h[i]->nrecs && owned_chunk(t, c, &lo, &hi); c++)
+            for (uint64_t x = lo; x < hi && at < h[i]->nrecs; x++, at++) {
+                t->recs[x] = recs[at];
+                remap_record(&t->recs[x], rs, &l);
+            }
+        t->part = own;
+    }
+    ps__free(&t->al, t->reasons.v, t->reasons.cap, sizeof *t->reasons.v);
+    t->reasons = l;
+    /* The figures: summed; the candidates are the whole space's again. */
+    for (size_t i = 0; i < n; i++)
+        add_stats(&t->st, &h[i]->st);
+    t->st.seconds = seconds;
+    t->st.candidates_per_s = seconds > 0 ? (double)t->st.candidates / seconds : 0;
+    t->st.simulated_per_s = seconds > 0 ? (double)t->st.simulated / seconds : 0;
+    ps__free(&t->al, h, n + 1, sizeof *h);
+    return 0;
 }

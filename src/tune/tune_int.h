@@ -91,4 +91,41 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
 void ps__space_bounds(const ps__space *s, const ps_tune_config *c, int32_t dp, double *static_gib,
                       double *step_lb_s);
 
+/* ---- across processes (libpipesched-tune-mpi, src/tune/mpi.c) ----------------------------- */
+
+/*
+ * One process's share of a search: process part of parts evaluates the chunks of candidate
+ * numbers part, part + parts, ... (search.c). share, when set, is called on the thread that
+ * called ps__tune_run_part between its chunks (at most every 0.05 s) with the least K-th best
+ * step time this process knows (0: none) and returns the least known by any process (0: none),
+ * which the threads then prune against (every such value is the K-th of K configurations that
+ * exist, so pruning still changes no answer). It must not call into the handle.
+ */
+typedef struct ps__tune_part {
+    uint32_t part, parts;
+    double (*share)(void *ud, double kth);
+    void *ud;
+} ps__tune_part;
+
+/* ps_tune_run over the share *part only: the handle then holds that share's top K, front,
+ * reasons, records (with job.record_all: of its own candidates; the others read as "ok" with
+ * no figures) and stats (candidates: the share's). ps_tune_run is this with 1 part of 1. */
+PS__SIBLING int ps__tune_run_part(ps_tune *t, const ps_transformer *model, const ps_hardware *hw,
+                                  const ps_tune_job *job, const ps__tune_part *part);
+
+/* The results of t's last run (rc 0), or the failure rc with t's message (rc < 0), as one
+ * buffer for another process of the same build (native byte order and layout): *out, *len;
+ * the caller frees *out with free(). 0 or PS_ENOMEM. */
+PS__SIBLING int ps__tune_pack(const ps_tune *t, int rc, void **out, size_t *len);
+/* The rc a pack carries and its message (borrowed from the pack), or PS_EINVAL for a buffer
+ * that is no pack. */
+PS__SIBLING int ps__tune_pack_rc(const void *pack, size_t len, const char **msg);
+/* Merges the n packs of the other shares of t's last run (each of rc 0, from runs of the same
+ * space and number of parts) into t, which then holds what ps_tune_run over the whole space
+ * holds: the same top K, front, reasons and records; stats summed (threads: their sum;
+ * processes: n + 1; seconds: the given wall time). PS_EINVAL for a pack of another space or
+ * share, PS_ESTATE without a run, PS_ENOMEM. */
+PS__SIBLING int ps__tune_merge(ps_tune *t, const void *const *packs, const size_t *lens, size_t n,
+                               double seconds);
+
 #endif
