@@ -127,6 +127,9 @@ typedef struct cli_command {
      * the line as a command of its own (main.c); option rows name it by both words. The parent
      * itself takes only the options of every command (--help) and has no run. */
     const struct cli_command *const *subcommands;
+    /* Called before the command parses its options (tune: under mpirun, the ranks other than
+     * 0 fall quiet before they could print a usage error); NULL for most commands. */
+    void (*before_parse)(void);
 } cli_command;
 
 /* The commands built into this program, each defined in the file of its name, and all of

@@ -97,6 +97,8 @@ static int run_command(const cli_command *cmd, int argc, char **argv)
 {
     if (cmd->subcommands)
         return run_parent(cmd, argc, argv);
+    if (cmd->before_parse)
+        cmd->before_parse();
     cli_opts o;
     if (cli_parse(cmd, argc, argv, &o))
         return EXIT_USAGE;

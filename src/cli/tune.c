@@ -6,6 +6,7 @@
  * SPDX-License-Identifier: MIT
  */
 #include "cli.h"
+#include "tune_mpi.h"
 
 #include <pipesched/tune.h>
 
@@ -434,16 +435,19 @@ static void command_text(FILE *f, const cli_opts *o, const ps_transformer *m,
 
 static void print_search(FILE *f, const ps_tune_stats *st)
 {
+    char procs[48] = "";
+    if (st->processes > 1)
+        snprintf(procs, sizeof procs, " in %d processes", st->processes);
     fprintf(f,
             "search: %llu candidates, %llu rejected by the checks, %llu over memory (%llu of them "
             "by the schedule's exact peak, not simulated), %llu simulated (%llu refused by the "
             "schedule, %llu fit, %llu reusing the simulation before), %llu pruned; %.2f s on %d "
-            "threads: %.0f candidates/s, %.0f simulated/s\n",
+            "threads%s: %.0f candidates/s, %.0f simulated/s\n",
             (unsigned long long)st->candidates, (unsigned long long)st->rejected,
             (unsigned long long)st->over_memory, (unsigned long long)st->over_unsimulated,
             (unsigned long long)st->simulated, (unsigned long long)st->failed,
             (unsigned long long)st->fitting, (unsigned long long)st->reused,
-            (unsigned long long)st->pruned, st->seconds, st->threads, st->candidates_per_s,
+            (unsigned long long)st->pruned, st->seconds, st->threads, procs, st->candidates_per_s,
             st->simulated_per_s);
 }
 
@@ -666,13 +670,14 @@ static void json_search(FILE *f, const ps_tune_stats *st, int32_t gpus)
             "\"over_memory\":%llu,\"fitting\":%llu,\"reused\":%llu,\"pruned\":%llu,"
             "\"over_memory_unsimulated\":%llu,\"seconds\":%s,\"candidates_per_s\":%s,\"simulated_"
             "per_s\":%s,"
-            "\"threads\":%d}",
+            "\"threads\":%d,\"processes\":%d}",
             (unsigned long long)st->candidates, (unsigned long long)st->rejected,
             (unsigned long long)st->simulated, (unsigned long long)st->failed,
             (unsigned long long)st->over_memory, (unsigned long long)st->fitting,
             (unsigned long long)st->reused, (unsigned long long)st->pruned,
             (unsigned long long)st->over_unsimulated, CLI_NUM(st->seconds),
-            CLI_NUM(st->candidates_per_s), CLI_NUM(st->simulated_per_s), st->threads);
+            CLI_NUM(st->candidates_per_s), CLI_NUM(st->simulated_per_s), st->threads,
+            st->processes);
 }
 
 /* One top-level member per line, so that a script can drop the timing line ("search"; with
@@ -961,24 +966,25 @@ static int check_pareto_svg(const cli_opts *o)
     return EXIT_USAGE;
 }
 
-/* The search of one GPU count into res->t[i] and res->st[i]. */
+/* The search of one GPU count into res->t[i] and res->st[i]; mpi: split over the processes of
+ * mpirun, every one of which calls this. */
 static int search_one(const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
-                      result *res, size_t i, ps_tune_job job)
+                      result *res, size_t i, ps_tune_job job, int mpi)
 {
     int rc = ps_tune_new(&res->t[i], NULL);
-    if (rc)
-        return cli_report("tune", rc, NULL);
+    int ex = rc ? cli_report("tune", rc, NULL) : EXIT_OK;
     named nm;
     for (int k = 0; k < PS_KNOBS; k++)
         nm.by[k] = -1;
     const char *spec[KINDS] = {o->tune_fix, o->tune_allow, o->tune_max};
-    int ex = EXIT_OK;
     for (int kind = 0; kind < KINDS && !ex; kind++)
         ex = parse_constraints(res->t[i], kind, spec[kind], &nm);
+    if (mpi) /* the same on every process but out of memory: agreed before the collective */
+        ex = cli_mpi_agree(ex);
     if (ex)
         return ex;
     job.gpus = res->g.n[i];
-    rc = ps_tune_run(res->t[i], m, hw, &job);
+    rc = mpi ? cli_mpi_run(res->t[i], m, hw, &job) : ps_tune_run(res->t[i], m, hw, &job);
     if (rc) {
         char what[64];
         snprintf(what, sizeof what, "tune --gpus %d", job.gpus);
@@ -986,6 +992,17 @@ static int search_one(const cli_opts *o, const ps_transformer *m, const ps_hardw
     }
     ps_tune_stats_get(res->t[i], &res->st[i]);
     return EXIT_OK;
+}
+
+/* The default threads of a process under mpirun: the node's cores shared by its processes
+ * (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1. */
+static int32_t mpi_threads(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    long n = local ? strtol(local, NULL, 10) : 1;
+    long t = n > 0 && cores > 0 ? cores / n : cores;
+    return t < 1 ? 1 : t > 256 ? 256 : (int32_t)t;
 }
 
 static int tune_main(const cli_opts *opts)
@@ -998,6 +1015,10 @@ static int tune_main(const cli_opts *opts)
     cw.root = NULL;
     cli_opts oc = *opts;
     const cli_opts *o = &oc;
+    /* Under mpirun every process runs this; rank 0 prints, the others only search. */
+    int rank = 0, size = 1, mpi = cli_mpi_launched(&rank, &size);
+    if (mpi && cli_mpi_begin(&rank, &size))
+        return EXIT_USAGE;
     int ex = oc.config ? load_config(&oc, &cw) : EXIT_OK;
     if (!ex)
         ex = check_required(o);
@@ -1011,8 +1032,11 @@ static int tune_main(const cli_opts *opts)
         ex = load_spec("model", o->model, &model, NULL);
     if (!ex)
         ex = load_spec("hardware", o->hardware, NULL, &hw);
+    if (mpi) /* a file one process cannot read fails them all, named by rank 0 */
+        ex = cli_mpi_agree(ex);
     if (ex) {
         cJSON_Delete(cw.root);
+        cli_mpi_end();
         return ex;
     }
     ps_tune_job job;
@@ -1024,22 +1048,28 @@ static int tune_main(const cli_opts *opts)
         job.mem_reserve_gib = o->mem_reserve;
     if (o->threads >= 0)
         job.threads = (int32_t)o->threads;
+    else if (mpi)
+        job.threads = mpi_threads();
     if (o->top >= 0)
         job.top_k = (int32_t)o->top;
     job.no_prune = o->no_prune;
     job.record_all = o->csv != NULL;
-    if (isatty(STDERR_FILENO))
+    if (!mpi && isatty(STDERR_FILENO))
         job.progress = progress_bar;
     for (size_t i = 0; i < res.g.count && !ex; i++)
-        ex = search_one(o, &model, &hw, &res, i, job);
-    if (!ex)
+        ex = search_one(o, &model, &hw, &res, i, job, mpi);
+    int root = rank == 0;
+    if (!ex && root)
         ex = merge(&res, (size_t)job.top_k);
-    if (!ex)
+    if (!ex && root)
         ex = outputs(o, &model, &hw, &res);
-    if (!ex && o->draw > 0)
+    if (!ex && root && o->draw > 0)
         ex = draw_row(o, &model, &hw, &res, job);
-    if (!ex && o->pareto_svg)
+    if (!ex && root && o->pareto_svg)
         ex = draw_front(o, &model, &hw, &res);
+    if (mpi) /* rank 0's outcome, which the others wait for, is every process's exit status */
+        ex = cli_mpi_agree(ex);
+    cli_mpi_end();
     for (size_t i = 0; i < res.g.count; i++)
         ps_tune_free(res.t[i]);
     free(res.top);
@@ -1063,4 +1093,5 @@ const cli_command cli_cmd_tune = {
     .option_help = {{"json", "the ranking, the front, the rejections and the search's\n"
                              "figures as JSON"}},
     .run = tune_main,
+    .before_parse = cli_mpi_quiet,
 };

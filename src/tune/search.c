@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1032,6 +1033,15 @@ typedef struct pack_head {
     uint64_t total, ntop, nfront, nreasons, nrecs, msg_len;
     ps_tune_stats st;
 } pack_head;
+
+int ps__tune_fail(ps_tune *t, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->err, sizeof t->err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
 
 int ps__tune_pack(const ps_tune *t, int rc, void **out, size_t *len)
 {

@@ -120,6 +120,9 @@ PS__SIBLING int ps__tune_pack(const ps_tune *t, int rc, void **out, size_t *len)
 /* The rc a pack carries and its message (borrowed from the pack), or PS_EINVAL for a buffer
  * that is no pack. */
 PS__SIBLING int ps__tune_pack_rc(const void *pack, size_t len, const char **msg);
+/* Sets t's message (printf-style) and returns rc. */
+PS__SIBLING int ps__tune_fail(ps_tune *t, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Merges the n packs of the other shares of t's last run (each of rc 0, from runs of the same
  * space and number of parts) into t, which then holds what ps_tune_run over the whole space
  * holds: the same top K, front, reasons and records; stats summed (threads: their sum;
