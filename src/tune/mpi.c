@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PIECE (1 << 30) /* bytes per message of a pack: counts are ints */
 #define TAG_PACK 1
@@ -72,8 +73,12 @@ static void rounds_finish(rounds *r)
     for (;;) {
         if (!r->active)
             round_start(r, 0, 1);
-        int was_final = r->out[1] == 1;
-        MPI_Wait(&r->req, MPI_STATUS_IGNORE);
+        int was_final = r->out[1] == 1, done = 0;
+        /* MPI_Wait would poll at full speed, taking a core from the processes still
+         * searching when there are more processes than cores: test every millisecond. */
+        const struct timespec ms = {0, 1000000};
+        while (MPI_Test(&r->req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+            nanosleep(&ms, NULL);
         round_end(r);
         if (was_final && r->in[1] == 1)
             return;
