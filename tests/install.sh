@@ -50,6 +50,20 @@ if "$bin" --help 2>/dev/null | grep -q '^ *run '; then
     check "pkg-config file pipesched-exec.pc installed" \
         test -f "$root$(abs "$libdir")/pkgconfig/pipesched-exec.pc"
 fi
+# tune under mpirun loads libpipesched-tune-mpi (and libmpi) the same way, in a build with Open
+# MPI; tune without mpirun loads neither.
+if [ -e "$root$(abs "$libdir")/libpipesched-tune-mpi.so" ]; then
+    check "header tune_mpi.h installed" test -f "$root$(abs "$includedir")/pipesched/tune_mpi.h"
+    tune="--model llama3-8b --hardware h100-sxm --gpus 8 --gbs 16 --seq 4096 --max pp=2,vpp=2"
+    check "tune loads no libmpi" sh -c "! env -u LD_LIBRARY_PATH LD_DEBUG=libs '$bin' tune $tune --threads 1 2>&1 >/dev/null | grep -q 'libmpi\|libpipesched-tune-mpi'"
+    if command -v mpirun >/dev/null; then
+        check "installed program runs tune under mpirun (dlopen of libpipesched-tune-mpi)" \
+            env -u LD_LIBRARY_PATH mpirun --allow-run-as-root --oversubscribe --mca btl self,vader \
+            --mca pml ob1 -np 2 "$bin" tune $tune --threads 1
+        cp "$tmp/out" "$tmp/tune.txt"
+        check "it searches in 2 processes" grep -q 'in 2 processes' "$tmp/tune.txt"
+    fi
+fi
 inc=$root$(abs "$includedir")/pipesched
 check "header pipesched.h installed" test -f "$inc/pipesched.h"
 check "header model.h installed" test -f "$inc/model.h"
