@@ -423,7 +423,8 @@ const cli_option cli_options[] = {
      .metavar = "N",
      .def = "0 = every core",
      .commands = "tune",
-     .help = "search threads (default: every core)"},
+     .help = "search threads (default: every core; under mpirun, per\n"
+             "process: the cores over the node's processes)"},
     {.name = "top",
      INT(top, 1, 10000),
      .metavar = "K",
