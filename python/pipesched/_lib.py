@@ -358,6 +358,7 @@ class TuneStats(Structure):
         + [(n, c_double) for n in "limit_gib min_need_gib".split()]
         + [("min_need_exact", c_int32)]
         + [(n, c_uint64) for n in "reused over_unsimulated".split()]
+        + [("processes", c_int32)]
     )
 
 

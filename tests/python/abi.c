@@ -112,7 +112,7 @@ static void model(void)
     F(ps_tune_stats, seconds), F(ps_tune_stats, candidates_per_s);
     F(ps_tune_stats, simulated_per_s), F(ps_tune_stats, threads), F(ps_tune_stats, limit_gib);
     F(ps_tune_stats, min_need_gib), F(ps_tune_stats, min_need_exact);
-    F(ps_tune_stats, reused), F(ps_tune_stats, over_unsimulated);
+    F(ps_tune_stats, reused), F(ps_tune_stats, over_unsimulated), F(ps_tune_stats, processes);
     printf("PS_COMM_KINDS %d\nPS_KNOBS %d\nPS_OP_LAYER_COUNT %d\nPS_PHASE_COUNT %d\n",
            PS_COMM_KINDS, PS_KNOBS, PS_OP_LAYER_COUNT, PS_PHASE_COUNT);
 }
