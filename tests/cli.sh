@@ -770,6 +770,26 @@ expect 2 "tune, a model that fits nowhere" -- "$bin" tune --model llama3-70b --h
     --gpus 8 --gbs 16 --seq 4096
 contains "$tmp/err" "no configuration fits in 80.00 GiB per device" "tune: nothing fits"
 contains "$tmp/err" "the smallest needs at least 150.84 GiB" "tune says the least memory needed"
+# Under a launcher (the environment mpirun gives its processes): -np 1 is the plain search; a
+# build without Open MPI refuses more processes, rank 0 saying why and the others nothing (the
+# mpi suite runs mpirun itself in a build with Open MPI).
+# shellcheck disable=SC2086
+expect 0 "tune under mpirun -np 1" -- env OMPI_COMM_WORLD_SIZE=1 OMPI_COMM_WORLD_RANK=0 \
+    "$bin" tune $tune --top 3 --threads 1
+grep -v '^search:' "$tmp/out" >"$tmp/tune-np1"
+same "$tmp/tune-1" "$tmp/tune-np1" "tune under mpirun -np 1 prints what it prints alone"
+if ! ls "$(dirname "$bin")"/libpipesched-tune-mpi.so* >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    expect 2 "tune under mpirun -np 2 without Open MPI" -- env OMPI_COMM_WORLD_SIZE=2 \
+        OMPI_COMM_WORLD_RANK=0 "$bin" tune $tune
+    contains "$tmp/err" "built without Open MPI" "tune says why it refuses mpirun"
+    # shellcheck disable=SC2086
+    expect 2 "tune under mpirun -np 2 without Open MPI, rank 1" -- env OMPI_COMM_WORLD_SIZE=2 \
+        OMPI_COMM_WORLD_RANK=1 "$bin" tune $tune
+    if [ -s "$tmp/err" ] || [ -s "$tmp/out" ]; then
+        fail=$((fail + 1)); echo "FAIL: tune under mpirun, rank 1 printed something"
+    else pass=$((pass + 1)); fi
+fi
 
 # --gpus as a list or a range: every count searched. The list's ranking is the single searches'
 # rankings merged by step time (then peak, then GPUs); its front is the points of the single
