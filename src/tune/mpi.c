@@ -120,15 +120,15 @@ static int gather_root(ps_tune *t, int rc, int size, MPI_Comm comm, const uint64
         recv_bytes(packs[r], lens[r], r, comm);
         sizes[r] = (size_t)lens[r];
     }
-    for (int r = 1; r < size && !rc; r++) {
-        const char *msg = "out of memory packing its results";
+    for (int r = 1; r < size && !rc && t; r++) {
+        const char *msg = "no results (out of memory packing them, or no handle)";
         int prc = packs[r] ? ps__tune_pack_rc(packs[r], sizes[r], &msg) : PS_ENOMEM;
         if (prc == PS_EINVAL)
             msg = "its results arrived damaged", prc = PS_EINTERNAL;
         if (prc)
             rc = ps__tune_fail(t, prc, "process %d of %d: %s", r, size, msg);
     }
-    if (!rc)
+    if (!rc && t)
         rc = ps__tune_merge(t, (const void *const *)(packs + 1), sizes + 1, (size_t)size - 1,
                             MPI_Wtime() - t0);
     for (int r = 1; r < size; r++)
@@ -168,8 +168,8 @@ int ps_tune_mpi_run(ps_tune *t, const ps_transformer *model, const ps_hardware *
         /* Without the lengths rank 0 cannot receive: the job cannot finish cleanly. */
         fprintf(stderr, "pipesched: tune: out of memory gathering the results\n");
         MPI_Abort(r.comm, 3);
-    } else if (t) {
-        rc = gather_root(t, rc, size, r.comm, lens, t0);
+    } else {
+        rc = gather_root(t, rc, size, r.comm, lens, t0); /* t NULL: received, then PS_EINVAL */
     }
     free(lens);
     MPI_Bcast(&rc, 1, MPI_INT, 0, r.comm);
