@@ -322,8 +322,11 @@ static int lay_out(ps_schedule *s, const ps__family *f, int family, const ps__pa
 /*
  * Runs the family's generator on the laid-out IR. A generator fails for want of memory, or
  * because its program broke one of its own invariants: a bug, reported as PS_EINTERNAL with
- * what broke (the generator's message in s->err) rather than aborting, so that the library
- * keeps its promise never to abort. Either way s is left empty.
+ * what broke rather than aborting, so that the library keeps its promise never to abort.
+ * Either way s is left empty. Whatever the code, the generator's own message in s->err says
+ * more than the code's text (what it could not allocate, which invariant broke), so it is
+ * kept, prefixed with the family's name unless it names the family already; the code's text
+ * stands in only when the generator left no message.
  */
 static int run_generator(ps_schedule *s, const ps__family *f, const ps__params *p)
 {
@@ -336,7 +339,10 @@ static int run_generator(ps_schedule *s, const ps__family *f, const ps__params *
     char why[PS__ERRLEN];
     memcpy(why, s->err, sizeof why);
     ps__schedule_clear(s);
-    if (rc == PS_EINTERNAL && why[0])
+    size_t nlen = strlen(f->name);
+    if (why[0] && strncmp(why, f->name, nlen) == 0 && why[nlen] == ':')
+        return ps__seterr(s->err, rc, "%s", why);
+    if (why[0])
         return ps__seterr(s->err, rc, "%s: %s", f->name, why);
     return ps__seterr(s->err, rc, "%s: %s while generating", f->name, ps_strerror(rc));
 }

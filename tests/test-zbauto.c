@@ -562,6 +562,40 @@ START_TEST(zbauto_alloc_failure)
 }
 END_TEST
 
+/* A generator's own message survives the registry: the failure of zb-auto's search block says
+ * what it could not allocate, not a generic "out of memory while generating", and a message
+ * that already names the family is not prefixed with it twice. */
+START_TEST(zbauto_alloc_failure_keeps_message)
+{
+    const double costs[4] = {1, 2, 1, 0.1};
+    ps_problem *pb = auto_problem(4, 1, 12, costs, 4.0);
+    int search_block = 0, ok = 0;
+    for (long n = 1; !ok && n < 1000; n++) {
+        counting_alloc c = {0, n, 0, 0};
+        ps_allocator al = counting_allocator(&c);
+        ps_schedule *s = NULL;
+        if (ps_schedule_new(&s, &al) == 0) {
+            int rc = ps_schedule_generate(s, pb);
+            const char *msg = ps_schedule_last_error(s);
+            if (rc == 0)
+                ok = c.calls < n;
+            else {
+                ck_assert_int_eq(rc, PS_ENOMEM);
+                ck_assert_msg(!strstr(msg, "zb-auto: zb-auto:"), "doubled prefix: %s", msg);
+                static const char want[] = "zb-auto: out of memory for the zb-auto search (";
+                if (strncmp(msg, want, sizeof want - 1) == 0)
+                    search_block++;
+            }
+        }
+        ps_schedule_free(s);
+        ck_assert_int_eq(c.live, 0);
+    }
+    ck_assert(ok);
+    ck_assert_int_eq(search_block, 1);
+    ps_problem_free(pb);
+}
+END_TEST
+
 /* Makespan and largest per-rank peak memory of family under the given costs and limit;
  * returns the simulator's code. */
 static int measure(const char *family, int p, int v, int m, const double c4[4], double limit,
@@ -642,6 +676,7 @@ int main(void)
     tcase_add_test(tc, zbauto_rejects_vpp);
     tcase_add_test(tc, zbauto_rejects_small_limit);
     tcase_add_test(tc, zbauto_alloc_failure);
+    tcase_add_test(tc, zbauto_alloc_failure_keeps_message);
     suite_add_tcase(su, tc);
     return run_suite(su);
 }
