@@ -22,7 +22,11 @@ A session, from a family to a CSV that PyTorch loads::
 * :class:`Simulation`: ``makespan``, ``bubble``, ``bubble_ratio``, ``ranks``,
   ``timeline``, ``to_trace()``, ``to_json()``, ``metrics_json()``, ``svg()``;
 * :func:`plan`: the MoE overlap planner; :func:`estimate`, :func:`tune`: the performance
-  model and the search;
+  model and the search (:func:`pareto3`, :func:`tune_families`; :func:`scatter_svg` draws
+  a front);
+* :func:`balance_data` (with :func:`parse_samples`, :func:`sample_model`): samples to
+  data-parallel ranks and slots; :class:`ExpertTrace`, :func:`place_experts` and the
+  ``expert_*`` functions: expert placement (docs/balance.md);
 * :class:`Executor` (:mod:`pipesched.executor`): run a schedule with Python callables;
 * :class:`Error`: every failure, with the library's message and code (``e.code``,
   ``e.name``; the codes are module constants: ``pipesched.EUNSUPPORTED``).
@@ -44,10 +48,15 @@ from ._core import (
     generate,
     load_csv,
 )
+from ._balance import DataBalance, ExpertGroup, ExpertLayerTime, ExpertTrace, Sample, \
+    SampleModel, balance_data, expert_align, expert_device_loads, expert_group_check, \
+    expert_identity, expert_layer_time, expert_migration, expert_migration_bytes, \
+    expert_should_migrate, parse_samples, place_experts, sample_model
 from ._model import Estimate, RankMemory, Tune, TuneRow, estimate, hardware_presets, knobs, \
-    models, tune
+    models, pareto3, tune, tune_families
 from ._plan import PLANNERS, Plan, PlanOp, plan
 from ._viz import available as has_viz
+from ._viz import scatter_svg
 from .executor import ExecError, ExecResult, Executor, Task, execute
 
 __version__ = _build_info.VERSION
@@ -68,5 +77,12 @@ __all__ = [
     "Schedule", "Simulation", "Task", "Timed", "Tune", "TuneRow", "estimate", "execute",
     "families", "family", "generate", "hardware_presets", "has_executor", "has_viz", "knobs",
     "load_csv", "models", "plan", "tune",
+    # balance.h
+    "DataBalance", "ExpertGroup", "ExpertLayerTime", "ExpertTrace", "Sample", "SampleModel",
+    "balance_data", "expert_align", "expert_device_loads", "expert_group_check",
+    "expert_identity", "expert_layer_time", "expert_migration", "expert_migration_bytes",
+    "expert_should_migrate", "parse_samples", "place_experts", "sample_model",
+    # tune.h and viz.h
+    "pareto3", "scatter_svg", "tune_families",
 ]
 __all__ += list(ERROR_CODES)

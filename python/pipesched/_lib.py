@@ -319,6 +319,18 @@ class TuneConfig(Structure):
     _fields_ = [("knob", c_int32 * KNOBS)]
 
 
+class TuneProgress(Structure):
+    _fields_ = [
+        ("done", c_uint64),
+        ("total", c_uint64),
+        ("seconds", c_double),
+        ("best_step_s", c_double),
+    ]
+
+
+TuneProgressFn = CFUNCTYPE(None, c_void_p, POINTER(TuneProgress))
+
+
 class TuneJob(Structure):
     _fields_ = [
         ("gpus", c_int32),
@@ -330,7 +342,7 @@ class TuneJob(Structure):
         ("threads", c_int32),
         ("no_prune", c_int32),
         ("record_all", c_int32),
-        ("progress", c_void_p),
+        ("progress", TuneProgressFn),
         ("progress_ud", c_void_p),
     ]
 
@@ -360,6 +372,46 @@ class TuneStats(Structure):
         + [(n, c_uint64) for n in "reused over_unsimulated".split()]
         + [("processes", c_int32)]
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Structures of balance.h
+
+
+class Sample(Structure):
+    _fields_ = [("tokens", c_double), ("sq", c_double), ("docs", c_int32)]
+
+
+class SampleModel(Structure):
+    _fields_ = [("a", c_double), ("c", c_double), ("d", c_double)]
+
+
+class DataConfig(Structure):
+    _fields_ = [
+        ("dp", c_int32),
+        ("microbatches", c_int32),
+        ("mbs", c_int32),
+        ("max_evals", c_int64),
+    ]
+
+
+class DataResult(Structure):
+    _fields_ = [
+        ("step_time", c_double),
+        ("baseline_step_time", c_double),
+        ("lpt_step_time", c_double),
+        ("evals", c_int64),
+    ]
+
+
+class ExpertGroup(Structure):
+    _fields_ = [("devices", c_int32), ("nodes", c_int32), ("capacity", c_int32)]
+
+
+class ExpertLayerTime(Structure):
+    _fields_ = [("device", c_int32)] + [
+        (n, c_double) for n in "gemm_s a2a_s layer_s a2a_bytes a2a_inter_bytes".split()
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,6 +486,13 @@ STRUCTS = {
     "ps_tune_job": TuneJob,
     "ps_tune_row": TuneRow,
     "ps_tune_stats": TuneStats,
+    "ps_tune_progress": TuneProgress,
+    "ps_sample": Sample,
+    "ps_sample_model": SampleModel,
+    "ps_data_config": DataConfig,
+    "ps_data_result": DataResult,
+    "ps_expert_group": ExpertGroup,
+    "ps_expert_layer_time": ExpertLayerTime,
     "ps_viz_config": VizConfig,
     "ps_exec_config": ExecConfig,
 }
@@ -574,6 +633,43 @@ def _declare_core(lib):
     fn("ps_tune_reason_count", c_size_t, P)
     fn("ps_tune_reason", c_int, P, c_size_t, POINTER(c_char_p), POINTER(c_char_p),
        POINTER(c_uint64))
+    fn("ps_tune_family_name", c_char_p, c_size_t)
+    fn("ps_tune_config_train", None, POINTER(TuneJob), POINTER(TuneConfig), POINTER(Train))
+    fn("ps_tune_pareto3", c_size_t, POINTER(c_double), POINTER(c_double), POINTER(c_int32),
+       c_size_t, POINTER(c_uint8))
+    fn("ps_tune_write_csv", c_int, P, WriteFn, c_void_p)
+    # balance.h
+    fn("ps_samples_parse", c_int, c_char_p, c_size_t, POINTER(Sample), c_size_t,
+       POINTER(c_size_t), c_char_p, c_size_t)
+    fn("ps_sample_time", c_double, POINTER(SampleModel), POINTER(Sample))
+    fn("ps_sample_model_derive", c_int, POINTER(Transformer), POINTER(Hardware),
+       POINTER(SampleModel), c_char_p, c_size_t)
+    fn("ps_balance_data", c_int, P, POINTER(c_double), c_size_t, POINTER(DataConfig),
+       POINTER(c_int32), POINTER(c_int32), POINTER(DataResult), c_char_p, c_size_t)
+    fn("ps_expert_trace_new", c_int, POINTER(P), c_void_p)
+    fn("ps_expert_trace_free", None, P)
+    fn("ps_expert_trace_last_error", c_char_p, P)
+    fn("ps_expert_trace_load", c_int, P, c_char_p, c_size_t)
+    fn("ps_expert_trace_synthetic", c_int, P, c_char_p, c_int32, c_int32)
+    fn("ps_expert_trace_shape", c_int, P, POINTER(c_int32), POINTER(c_int32), POINTER(c_int32))
+    fn("ps_expert_trace_tokens", c_double, P, c_int32, c_int32, c_int32)
+    fn("ps_expert_trace_predict", c_int, P, c_double, POINTER(c_double))
+    fn("ps_expert_group_check", c_int, POINTER(ExpertGroup), c_int32, POINTER(c_int32),
+       c_char_p, c_size_t)
+    fn("ps_expert_identity", c_int, c_int32, POINTER(ExpertGroup), POINTER(c_int32))
+    fn("ps_expert_device_loads", c_double, POINTER(c_double), c_int32, POINTER(c_int32), c_int32,
+       POINTER(c_double))
+    fn("ps_expert_place", c_int, POINTER(c_double), c_int32, POINTER(ExpertGroup),
+       POINTER(c_int32), POINTER(c_int32), c_void_p, c_char_p, c_size_t)
+    fn("ps_expert_layer_time_get", c_int, POINTER(Transformer), POINTER(Hardware), c_int32,
+       POINTER(c_double), c_int32, POINTER(c_int32), POINTER(ExpertGroup),
+       POINTER(ExpertLayerTime), c_char_p, c_size_t)
+    fn("ps_expert_migration_bytes", c_double, POINTER(Transformer))
+    fn("ps_expert_migration_s", c_int, POINTER(c_int32), POINTER(c_int32), c_int32,
+       POINTER(ExpertGroup), c_double, POINTER(Hardware), POINTER(c_int32), POINTER(c_double))
+    fn("ps_expert_align", c_int, POINTER(c_int32), POINTER(c_int32), c_int32,
+       POINTER(ExpertGroup), c_void_p)
+    fn("ps_expert_should_migrate", c_int, c_double, c_double, c_double, c_int32)
     return d
 
 
@@ -586,6 +682,8 @@ def _declare_viz(lib):
         _fn(lib, name, c_int, P, P, P, WriteFn, c_void_p)
     _fn(lib, "ps_viz_overlap_svg", c_int, P, POINTER(PlanOp), c_size_t, POINTER(PlanStats),
         c_char_p, WriteFn, c_void_p)
+    _fn(lib, "ps_viz_scatter_svg", c_int, P, POINTER(c_double), POINTER(c_double),
+        POINTER(c_char_p), c_size_t, c_char_p, c_char_p, c_char_p, WriteFn, c_void_p)
 
 
 def _declare_exec(lib):

@@ -75,6 +75,17 @@ class Estimate:
 
     def __init__(self, model=None, hardware=None, config=None, **train):
         m, hw, tr, self._layout_buf = _load(config, model, hardware, train)
+        self._run(m, hw, tr)
+
+    @classmethod
+    def _of(cls, m, hw, tr):
+        """The estimate of structs made elsewhere (a tune row's train)."""
+        e = cls.__new__(cls)
+        e._layout_buf = None
+        e._run(m, hw, tr)
+        return e
+
+    def _run(self, m, hw, tr):
         h = ctypes.c_void_p()
         _check(C["ps_estimate_new"](ctypes.byref(h), None))
         self._h = h
@@ -203,6 +214,32 @@ def knobs():
     return [text(C["ps_tune_knob_name"](k)) for k in range(_lib.KNOBS)]
 
 
+def tune_families():
+    """The schedule families the search tries, in its order (its "schedule" knob)."""
+    return _names(C["ps_tune_family_name"])
+
+
+def pareto3(step, peak, gpus):
+    """The Pareto front of n points against step time, peak memory and GPU count
+    (``ps_tune_pareto3``, as ``tune --gpus 8,16`` merges its fronts): a list of n bools,
+    True where no other point is at least as good in all three and better in one (points
+    equal in all three are all on it). Raises Error (EINVAL: lists of different lengths)."""
+    step, peak, gpus = list(step), list(peak), list(gpus)
+    n = len(step)
+    if len(peak) != n or len(gpus) != n:
+        raise _error("EINVAL", "step, peak and gpus differ in length (%d, %d, %d)"
+                     % (n, len(peak), len(gpus)))
+    try:
+        s = (ctypes.c_double * max(n, 1))(*[float(v) for v in step])
+        p = (ctypes.c_double * max(n, 1))(*[float(v) for v in peak])
+        g = (ctypes.c_int32 * max(n, 1))(*[int(v) for v in gpus])
+    except (TypeError, ValueError):
+        raise _error("EINVAL", "step and peak take numbers, gpus whole numbers") from None
+    on = (ctypes.c_uint8 * max(n, 1))()
+    C["ps_tune_pareto3"](s, p, g, n, on)
+    return [bool(v) for v in on[:n]]
+
+
 def _knob(name):
     k = C["ps_tune_knob_lookup"](str(name).replace("_", "-").encode("utf-8"))
     if k < 0:
@@ -245,11 +282,13 @@ dict by knob name: the sizes as int, "distributed-optimizer" as bool, the others
 class Tune:
     """The result of a search (``ps_tune_run``): ``top`` (the fastest configurations that
     fit, fastest first), ``front`` (the Pareto front of step time against peak memory),
-    ``rejections`` (list of (reason, example, count), most frequent first) and ``stats``
-    (a dict: candidates, rejected, simulated, ..., seconds, limit_gib, min_need_gib)."""
+    ``rejections`` (list of (reason, example, count), most frequent first), ``stats``
+    (a dict: candidates, rejected, simulated, ..., seconds, limit_gib, min_need_gib) and,
+    with ``record_all``, ``csv`` (every candidate's outcome, as ``tune --csv`` writes it;
+    else None). :meth:`estimate` gives the full :class:`Estimate` of a row."""
 
     def __init__(self, model, hardware, config, gpus, gbs, seq, top, threads, mem_reserve_gib,
-                 gpus_per_node, no_prune, fix, allow, max):
+                 gpus_per_node, no_prune, fix, allow, max, record_all=False, progress=None):
         m, hw, _, _ = _load(config, model, hardware, None)
         job = _lib.TuneJob()
         C["ps_tune_job_init"](ctypes.byref(job))
@@ -259,17 +298,56 @@ class Tune:
             if v is not None:
                 setattr(job, name, v)
         job.no_prune = int(bool(no_prune))
+        job.record_all = int(bool(record_all))
+        raised = []
+        if progress is not None:
+            if not callable(progress):
+                raise _error("EINVAL", "progress must be callable: progress(done, total, "
+                             "seconds, best_step_s)")
+
+            def relay(ud, p):
+                if raised:
+                    return
+                try:
+                    q = p.contents
+                    progress(q.done, q.total, q.seconds, q.best_step_s)
+                except BaseException as e:  # carried out of the C frames, raised after the run
+                    raised.append(e)
+
+            job.progress = _lib.TuneProgressFn(relay)
         h = ctypes.c_void_p()
         _check(C["ps_tune_new"](ctypes.byref(h), None))
         try:
             self._constrain(h, fix or {}, allow or {}, max or {})
             _check(C["ps_tune_run"](h, ctypes.byref(m), ctypes.byref(hw), ctypes.byref(job)),
                    lambda: text(C["ps_tune_last_error"](h)))
+            if raised:
+                raise raised[0]
             self._read(h)
+            self.csv = None
+            if record_all:
+                write, result = _write_collector()
+                _check(C["ps_tune_write_csv"](h, write, None),
+                       lambda: text(C["ps_tune_last_error"](h)))
+                self.csv = result()
         finally:
             C["ps_tune_free"](h)
+        job.progress = _lib.TuneProgressFn()
+        self._m, self._hw, self._job = m, hw, job
         self.model_name = text(m.name)
         self.hardware_name = text(hw.name)
+
+    def estimate(self, row):
+        """The :class:`Estimate` of a row of this search (of ``top`` or ``front``): the same
+        model, hardware and job, the row's knobs (``ps_tune_config_train``). Its figures are
+        the row's: the search simulates each candidate with the estimate."""
+        cfg = _lib.TuneConfig()
+        names = knobs()
+        for k, name in enumerate(names):
+            cfg.knob[k] = _value(k, row.knobs[name])
+        tr = _lib.Train()
+        C["ps_tune_config_train"](ctypes.byref(self._job), ctypes.byref(cfg), ctypes.byref(tr))
+        return Estimate._of(self._m, self._hw, tr)
 
     @staticmethod
     def _constrain(h, fix, allow, max_):
@@ -325,7 +403,7 @@ class Tune:
 
 def tune(model=None, hardware=None, gpus=None, gbs=None, seq=None, top=10, threads=0,
          mem_reserve_gib=None, gpus_per_node=None, no_prune=False, fix=None, allow=None,
-         max=None, config=None):
+         max=None, config=None, record_all=False, progress=None):
     """Searches the parallel configurations of a job (docs/tune.md): every combination of the
     knobs (:func:`knobs`: tp, cp, pp, ep, etp, vpp, schedule, mbs, recompute,
     distributed-optimizer, precision, a2a) that the constraints leave, each candidate
@@ -334,9 +412,12 @@ def tune(model=None, hardware=None, gpus=None, gbs=None, seq=None, top=10, threa
     ``model``, ``hardware``, ``config``: as for :func:`estimate`; ``gpus``, ``gbs``,
     ``seq``: the job; ``top``: rows kept; ``threads`` (0: every core); constraints by knob
     name: ``fix={"tp": 4}``, ``allow={"schedule": ["1f1b", "zb-v"], "pp": [2, 4]}``,
-    ``max={"pp": 8}``.
+    ``max={"pp": 8}``; ``record_all``: keep every candidate's outcome (:attr:`Tune.csv`);
+    ``progress``: called as ``progress(done, total, seconds, best_step_s)`` between chunks
+    of candidates (at most every 0.2 s, and once at the end); an exception it raises is
+    raised once the search returns.
 
     Returns a :class:`Tune`; raises Error (ECONFIG naming the knob when a constraint leaves
     no value, or what the model or job get wrong)."""
     return Tune(model, hardware, config, gpus, gbs, seq, top, threads, mem_reserve_gib,
-                gpus_per_node, no_prune, fix, allow, max)
+                gpus_per_node, no_prune, fix, allow, max, record_all, progress)

@@ -75,3 +75,47 @@ def draw_plan(plan, title, config):
             return result()
         finally:
             lib.ps_viz_free(h)
+
+
+def scatter_svg(x, y, labels=None, x_label=None, y_label=None, title=None, **config):
+    """A scatter plot as SVG text (``ps_viz_scatter_svg``, what ``tune --pareto-svg`` draws):
+    the points (x[i], y[i]) on linear axes, each a small circle with labels[i] beside it
+    (None: no text), the axes labelled ``x_label`` and ``y_label``, and a ``title`` with the
+    point count. ``config``: the drawing options of :meth:`Simulation.svg`.
+
+    Raises Error (EINVAL: no points, lists of different lengths, a coordinate that is not
+    finite, a label that is too long or has a backslash; ERANGE: too many points; ESTATE:
+    a build without libpipesched-viz)."""
+    xs, ys = list(x), list(y)
+    n = len(xs)
+    if len(ys) != n:
+        raise _error("EINVAL", "x has %d points but y %d" % (n, len(ys)))
+    if labels is not None:
+        labels = list(labels)
+        if len(labels) != n:
+            raise _error("EINVAL", "%d labels for %d points" % (len(labels), n))
+    if n == 0:
+        raise _error("EINVAL", "a scatter plot needs at least one point")
+    try:
+        cx = (ctypes.c_double * n)(*[float(v) for v in xs])
+        cy = (ctypes.c_double * n)(*[float(v) for v in ys])
+    except (TypeError, ValueError):
+        raise _error("EINVAL", "x and y take numbers") from None
+    cl = None
+    if labels is not None:
+        cl = (ctypes.c_char_p * n)(*[None if s is None else str(s).encode("utf-8")
+                                     for s in labels])
+
+    def enc(s):
+        return None if s is None else str(s).encode("utf-8")
+
+    with _lock:
+        lib, h = _viz(config)
+        try:
+            write, result = _write_collector()
+            rc = lib.ps_viz_scatter_svg(h, cx, cy, cl, n, enc(x_label), enc(y_label), enc(title),
+                                        write, None)
+            _check(rc, lambda: text(lib.ps_viz_last_error(h)))
+            return result()
+        finally:
+            lib.ps_viz_free(h)

@@ -6,6 +6,7 @@
  * shifting what Python reads.
  * SPDX-License-Identifier: MIT
  */
+#include <pipesched/balance.h>
 #include <pipesched/model.h>
 #include <pipesched/pipesched.h>
 #include <pipesched/tune.h>
@@ -113,6 +114,19 @@ static void model(void)
     F(ps_tune_stats, simulated_per_s), F(ps_tune_stats, threads), F(ps_tune_stats, limit_gib);
     F(ps_tune_stats, min_need_gib), F(ps_tune_stats, min_need_exact);
     F(ps_tune_stats, reused), F(ps_tune_stats, over_unsimulated), F(ps_tune_stats, processes);
+    S(ps_tune_progress), F(ps_tune_progress, done), F(ps_tune_progress, total);
+    F(ps_tune_progress, seconds), F(ps_tune_progress, best_step_s);
+    S(ps_sample), F(ps_sample, tokens), F(ps_sample, sq), F(ps_sample, docs);
+    S(ps_sample_model), F(ps_sample_model, a), F(ps_sample_model, c), F(ps_sample_model, d);
+    S(ps_data_config), F(ps_data_config, dp), F(ps_data_config, microbatches);
+    F(ps_data_config, mbs), F(ps_data_config, max_evals);
+    S(ps_data_result), F(ps_data_result, step_time), F(ps_data_result, baseline_step_time);
+    F(ps_data_result, lpt_step_time), F(ps_data_result, evals);
+    S(ps_expert_group), F(ps_expert_group, devices), F(ps_expert_group, nodes);
+    F(ps_expert_group, capacity);
+    S(ps_expert_layer_time), F(ps_expert_layer_time, device), F(ps_expert_layer_time, gemm_s);
+    F(ps_expert_layer_time, a2a_s), F(ps_expert_layer_time, layer_s);
+    F(ps_expert_layer_time, a2a_bytes), F(ps_expert_layer_time, a2a_inter_bytes);
     printf("PS_COMM_KINDS %d\nPS_KNOBS %d\nPS_OP_LAYER_COUNT %d\nPS_PHASE_COUNT %d\n",
            PS_COMM_KINDS, PS_KNOBS, PS_OP_LAYER_COUNT, PS_PHASE_COUNT);
 }
