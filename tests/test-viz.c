@@ -128,6 +128,17 @@ static svg parse(const char *s)
             }
             it->has_box = 1;
         }
+        const char *ell = strstr(p, "<ellipse");
+        if (!it->has_box && ell && ell < end) {
+            const char *gt = strchr(ell, '>');
+            double cx = attr_num(ell, gt, " cx=\""), cy = attr_num(ell, gt, " cy=\"");
+            double rx = attr_num(ell, gt, " rx=\""), ry = attr_num(ell, gt, " ry=\"");
+            it->x0 = cx - rx;
+            it->x1 = cx + rx;
+            it->y0 = cy - ry;
+            it->y1 = cy + ry;
+            it->has_box = 1;
+        }
         int first = 1;
         for (const char *x = strstr(p, "<text"); x && x < end; x = strstr(x + 1, "<text")) {
             const char *gt = strchr(x, '>');
@@ -894,6 +905,137 @@ START_TEST(viz_scatter_points)
 }
 END_TEST
 
+/* Whether the boxes of a and b share any area. */
+static int boxes_meet(const item *a, const item *b)
+{
+    return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+/*
+ * Draws the n points and checks the texts of the SVG: no two (labels beside their point, number
+ * tags, table keys and labels, the table's heading) overlap and none covers a mark, every label
+ * is drawn exactly once, beside its point or in the table, and the title counts the table's
+ * rows. Returns that count.
+ */
+static int scatter_texts_apart(ps_viz *v, const double *x, const double *y,
+                               const char *const *labels, int n)
+{
+    buf b = {0};
+    ck_assert_int_eq(ps_viz_scatter_svg(v, x, y, labels, (size_t)n, "peak memory per GPU (GiB)",
+                                        "step time (s)", "front", buf_write, &b),
+                     0);
+    svg g = parse(b.data);
+    const item **texts = calloc(3 * (size_t)n + 1, sizeof *texts);
+    const item **marks = calloc((size_t)n, sizeof *marks);
+    int *seen = calloc((size_t)n, sizeof *seen);
+    ck_assert(texts && marks && seen);
+    int nt = 0, nm = 0, in_table = 0;
+    for (size_t i = 0; i < g.n; i++) {
+        const item *it = &g.it[i];
+        int k;
+        if (sscanf(it->title, "point%d", &k) == 1)
+            marks[nm++] = it;
+        if (sscanf(it->title, "label%d", &k) == 1) {
+            ck_assert(k >= 0 && k < n);
+            ck_assert_str_eq(it->text, labels[k]);
+            seen[k]++;
+            in_table += has_class(it, "table");
+        }
+        if (!strncmp(it->title, "label", 5) || !strncmp(it->title, "tag", 3) ||
+            !strncmp(it->title, "key", 3) || !strcmp(it->title, "table.head")) {
+            ck_assert_msg(it->has_box, "%s has no box", it->title);
+            ck_assert_int_le(nt, 3 * n);
+            texts[nt++] = it;
+        }
+    }
+    ck_assert_int_eq(nm, n);
+    for (int k = 0; k < n; k++)
+        ck_assert_msg(seen[k] == 1, "label%d drawn %d times", k, seen[k]);
+    for (int i = 0; i < nt; i++) {
+        for (int j = i + 1; j < nt; j++)
+            ck_assert_msg(!boxes_meet(texts[i], texts[j]), "%s overlaps %s", texts[i]->title,
+                          texts[j]->title);
+        for (int j = 0; j < nm; j++)
+            ck_assert_msg(!boxes_meet(texts[i], marks[j]), "%s covers %s", texts[i]->title,
+                          marks[j]->title);
+    }
+    char want[80];
+    if (in_table)
+        snprintf(want, sizeof want, "%d points, %d labels in the table below", n, in_table);
+    else
+        snprintf(want, sizeof want, "%d points<", n);
+    ck_assert_msg(strstr(b.data, want), "no \"%s\"", want);
+    free(texts);
+    free(marks);
+    free(seen);
+    free(g.it);
+    free(b.data);
+    return in_table;
+}
+
+/*
+ * A dense front (tune --pareto-svg of a wide search): 80 points on a hyperbola with labels as
+ * long as the command line's, then the same with coordinates of 17 digits (the table's widest
+ * keys): their texts stay apart (scatter_texts_apart), and some labels, not all, need the
+ * table. A sparse front has no table.
+ */
+START_TEST(viz_scatter_dense_labels_apart)
+{
+    enum { N = 80 };
+    double x[N], y[N], bx[N], by[N];
+    char text[N][64];
+    const char *labels[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 10 + 0.9 * i;
+        y[i] = 100 / x[i];
+        bx[i] = 1e14 + 1e12 * i;
+        by[i] = 1e16 / bx[i] * 1e12;
+        snprintf(text[i], sizeof text[i], "tp%d cp1 pp%d vpp%d mbs%d zb-v rc-full", 1 << (i % 4),
+                 1 + i % 8, 1 + i % 5, 1 + i % 3);
+        labels[i] = text[i];
+    }
+    ps_viz *v = new_viz();
+    int in_table = scatter_texts_apart(v, x, y, labels, N);
+    ck_assert_int_gt(in_table, 0);
+    ck_assert_int_lt(in_table, N);
+    in_table = scatter_texts_apart(v, bx, by, labels, N);
+    ck_assert_int_gt(in_table, 0);
+    ck_assert_int_lt(in_table, N);
+    buf b;
+    svg g;
+
+    /* three points far apart: every label beside its point, no table */
+    const double sx[] = {1, 2, 4}, sy[] = {10, 5, 2};
+    b = (buf){0};
+    ck_assert_int_eq(ps_viz_scatter_svg(v, sx, sy, labels, 3, NULL, NULL, NULL, buf_write, &b), 0);
+    g = parse(b.data);
+    ck_assert_ptr_null(find(&g, "table.head"));
+    ck_assert_ptr_null(strstr(b.data, "in the table"));
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "label%d", i);
+        ck_assert(!has_class(find(&g, name), "table"));
+    }
+    free(g.it);
+    free(b.data);
+
+    /* labels the header refuses: too long, or with a backslash */
+    char long_label[130];
+    memset(long_label, 'x', 121);
+    long_label[121] = 0;
+    const char *bad1[] = {"ok", long_label}, *bad2[] = {"a\\l", "ok"};
+    b = (buf){0};
+    ck_assert_int_eq(ps_viz_scatter_svg(v, sx, sy, bad1, 2, NULL, NULL, NULL, buf_write, &b),
+                     PS_EINVAL);
+    ck_assert_str_eq(ps_viz_last_error(v), "label 1 is 121 bytes long; at most 120");
+    ck_assert_int_eq(ps_viz_scatter_svg(v, sx, sy, bad2, 2, NULL, NULL, NULL, buf_write, &b),
+                     PS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ps_viz_last_error(v), "label 0 has a backslash"));
+    ck_assert_int_eq(b.calls, 0);
+    ps_viz_free(v);
+}
+END_TEST
+
 START_TEST(viz_bad_requests)
 {
     ps_viz *v = new_viz();
@@ -1054,6 +1196,7 @@ int main(void)
     tcase_add_loop_test(tc, viz_timeline_structure, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(tc, viz_timeline_time_unit);
     tcase_add_test(tc, viz_scatter_points);
+    tcase_add_test(tc, viz_scatter_dense_labels_apart);
     tcase_add_test(tc, viz_timeline_chunks);
     tcase_add_test(tc, viz_timeline_fused);
     tcase_add_test(tc, viz_timeline_16x64);

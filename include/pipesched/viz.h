@@ -153,12 +153,22 @@ PS_EXTERN int ps_viz_dag_svg(ps_viz *v, const ps_schedule *s, const ps_sim *sim,
  * beside it (labels or an entry may be NULL: no text; plain text of at most 120 bytes, no
  * backslash). tune --pareto-svg draws its Pareto front with it.
  *
+ * No two texts overlap, and none covers a point: each label goes to the first spot beside its
+ * point that is free (right of it, left, above, below, then a line or two higher or lower),
+ * points in their order; a label with no free spot goes to a table under the plot (a row per
+ * point: its number i + 1, its coordinates, its label), and the point gets that number beside
+ * it where the number fits. The title adds how many labels the table holds. Above 500 points
+ * every label goes to the table (the placement is quadratic in the points).
+ *
  * Titles in the SVG: "point{i}" the mark of point i (class "point"), "label{i}" its text
- * (class "point-label"), "xtick{k}"/"ytick{k}" the tick labels, "axis.x"/"axis.y" the axis
+ * (class "point-label", and "table" in the table), "tag{i}" its number beside it (class
+ * "point-tag"), "key{i}" its number and coordinates in the table and "table.head" the table's
+ * heading (class "table"), "xtick{k}"/"ytick{k}" the tick labels, "axis.x"/"axis.y" the axis
  * labels (class "axis-label"), lines of class "axis".
  *
- * Returns 0; PS_EINVAL (x, y or write NULL, n == 0, a coordinate not finite); PS_ERANGE (n >
- * PS_VIZ_MAX_BOXES); PS_ENOMEM; PS_ESYS; PS_EIO.
+ * Returns 0; PS_EINVAL (x, y or write NULL, n == 0, a coordinate not finite, a label longer
+ * than 120 bytes or with a backslash, naming the point); PS_ERANGE (n > PS_VIZ_MAX_BOXES);
+ * PS_ENOMEM; PS_ESYS; PS_EIO.
  */
 PS_EXTERN int ps_viz_scatter_svg(ps_viz *v, const double *x, const double *y,
                                  const char *const *labels, size_t n, const char *x_label,

@@ -358,6 +358,9 @@ class Scatter(unittest.TestCase):
         for args in (([], []), ([1], [1, 2]), ([1], [1], ["a", "b"])):
             with self.assertRaises(pipesched.Error):
                 pipesched.scatter_svg(*args)
+        with self.assertRaises(pipesched.Error) as e:
+            pipesched.scatter_svg([1, 2], [1, 2], ["a", "x" * 121])
+        self.assertEqual(str(e.exception), "label 1 is 121 bytes long; at most 120")
 
 
 if __name__ == "__main__":
