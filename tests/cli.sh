@@ -885,29 +885,37 @@ echo '[1]' >"$tmp/tune-bad.json"
 expect 2 "tune --config, not an object" -- "$bin" tune --config "$tmp/tune-bad.json"
 contains "$tmp/err" "not a JSON object" "tune --config: not an object"
 
-# The guide's option list and its `help simulate` example are the program's own output
-# (checked against a build with every command, which the guide documents).
-guide=$(cd "$(dirname "$0")/.." && pwd)/docs/guide.md
-# guide_block NAME FILE: the guide's lines between its NAME markers are FILE; with
+# The guide's option list and its `help simulate` example, and the key table of tune --config
+# in the configuration reference, are the program's own output (checked against a build with
+# every command, which the guide documents).
+docs=$(cd "$(dirname "$0")/.." && pwd)/docs
+guide=$docs/guide.md
+# doc_block DOC NAME FILE: DOC's lines between its NAME markers are FILE; with
 # PS_UPDATE_GUIDE=1 they are replaced by FILE instead.
-guide_block() {
-    sed -n "/^<!-- $1:begin -->\$/,/^<!-- $1:end -->\$/p" "$guide" | sed '1d;$d' >"$tmp/block"
-    if cmp -s "$tmp/block" "$2"; then
+doc_block() {
+    sed -n "/^<!-- $2:begin -->\$/,/^<!-- $2:end -->\$/p" "$1" | sed '1d;$d' >"$tmp/block"
+    if ! grep -qx "<!-- $2:begin -->" "$1"; then
+        fail=$((fail + 1))
+        echo "FAIL: $1 has no <!-- $2:begin --> marker"
+    elif cmp -s "$tmp/block" "$3"; then
         pass=$((pass + 1))
     elif [ "${PS_UPDATE_GUIDE:-0}" = 1 ]; then
-        awk -v name="$1" -v file="$2" '
+        awk -v name="$2" -v file="$3" '
             $0 == "<!-- " name ":end -->" { while ((getline line < file) > 0) print line; skip = 0 }
             !skip { print }
-            $0 == "<!-- " name ":begin -->" { skip = 1 }' "$guide" >"$tmp/guide" &&
-            cat "$tmp/guide" >"$guide"
-        echo "updated the $1 block of $guide"
+            $0 == "<!-- " name ":begin -->" { skip = 1 }' "$1" >"$tmp/doc" &&
+            cat "$tmp/doc" >"$1"
+        echo "updated the $2 block of $1"
         pass=$((pass + 1))
     else
         fail=$((fail + 1))
-        echo "FAIL: docs/guide.md's $1 block differs from the program's output:"
-        diff -u "$tmp/block" "$2" | head -40 | sed 's/^/    /'
+        echo "FAIL: $(basename "$1")'s $2 block differs from the program's output:"
+        diff -u "$tmp/block" "$3" | head -40 | sed 's/^/    /'
         echo "    regenerate with: cd tests && PS_UPDATE_GUIDE=1 ./cli.sh $bin"
     fi
+}
+guide_block() {
+    doc_block "$guide" "$1" "$2"
 }
 if [ -f "$guide" ] && "$bin" help run >/dev/null 2>&1 && "$bin" help draw >/dev/null 2>&1; then
     expect 0 "help --markdown" -- "$bin" help --markdown
@@ -915,6 +923,38 @@ if [ -f "$guide" ] && "$bin" help run >/dev/null 2>&1 && "$bin" help draw >/dev/
     expect 0 "help simulate" -- "$bin" help simulate
     { printf '```console\n$ pipesched help simulate\n'; cat "$tmp/out"; printf '```\n'; } >"$tmp/help"
     guide_block help-simulate "$tmp/help"
+fi
+if [ -f "$docs/config.md" ]; then
+    expect 0 "help --markdown tune-config" -- "$bin" help --markdown tune-config
+    doc_block "$docs/config.md" tune-config "$tmp/out"
+    # Every key of the table is one that tune --config takes, and only those: a file with
+    # each key (a wrong value for the options that take one) is refused for its value, never
+    # as an unknown key.
+    keys=$(sed -n 's/^| `\([a-z-]*\)` | `--.*/\1/p' "$tmp/out")
+    nkeys=0
+    for k in $keys; do
+        nkeys=$((nkeys + 1))
+        printf '{"%s": {}}\n' "$k" >"$tmp/tune-key.json"
+        "$bin" tune --config "$tmp/tune-key.json" >/dev/null 2>"$tmp/err"
+        if grep -q "unknown key" "$tmp/err" || ! grep -q "key \"$k\" takes" "$tmp/err"; then
+            fail=$((fail + 1))
+            echo "FAIL: tune --config does not take the documented key $k: $(cat "$tmp/err")"
+        else
+            pass=$((pass + 1))
+        fi
+    done
+    echo '{"nope": 1}' >"$tmp/tune-key.json"
+    expect 2 "tune --config, unknown key" -- "$bin" tune --config "$tmp/tune-key.json"
+    listed=$(sed -n 's/.*tune.s keys: \(.*\))$/\1/p' "$tmp/err" | tr -d ',')
+    # shellcheck disable=SC2086
+    if [ "$nkeys" -gt 10 ] && [ "$(printf '%s\n' $listed | sort)" = "$(printf '%s\n' $keys | sort)" ]; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL: tune --config lists the keys \"$listed\"; the reference: $keys"
+    fi
+    expect 2 "help --markdown, unknown table" -- "$bin" help --markdown nope
+    contains "$tmp/err" "got \"nope\"" "help --markdown names the unknown table"
 fi
 
 echo "cli: $pass passed, $fail failed"

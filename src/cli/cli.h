@@ -167,8 +167,20 @@ void cli_help(FILE *f, const cli_command *cmd);
 const char *cli_help_text(const cli_command *cmd, const cli_option *opt);
 /* help.c: `pipesched help [COMMAND | --markdown]`; argv[0] is "help". */
 int cli_help_main(int argc, char **argv);
+/* help.c: the default of opt in cmd as its help prints it ("" when none) into buf. */
+void cli_default_for(const cli_command *cmd, const cli_option *opt, char *buf, size_t n);
 /* markdown.c: the option list of docs/guide.md. */
 void cli_markdown(FILE *f);
+/* markdown.c: the keys of a command's configuration file, one row per option row i for which
+ * is_key(i) holds: the key, its option, its value as the option's word, the command's default
+ * and its help (docs/config.md's tune table: `pipesched help --markdown tune-config`). */
+void cli_markdown_keys(FILE *f, const cli_command *cmd, int (*is_key)(size_t i));
+/* tune.c: whether option row i is a key of tune --config (the rows tune takes, in force for
+ * it, but --config and --help). load_config reads the file by it, the reference lists it. */
+int cli_tune_config_key(size_t i);
+/* parse.c: whether option row i is the row of its name that cmd takes (two rows may share a
+ * name when no command takes both). */
+int cli_row_in_force(const cli_command *cmd, size_t i);
 
 /* util.c: reads a whole file (or stdin for "-") of at most limit bytes. Caller frees *data.
  * Prints the reason and returns non-zero on failure. */

@@ -52,7 +52,7 @@ static void print_lines(FILE *f, int used, const char *text)
 /* The default of opt in cmd, from the row's `def` (markdown for the guide): its segments
  * are separated by "; ", and one that starts "COMMAND: " is that command's own; backticks
  * are dropped. Writes "" when there is none for cmd. */
-static void default_for(const cli_command *cmd, const cli_option *opt, char *buf, size_t n)
+void cli_default_for(const cli_command *cmd, const cli_option *opt, char *buf, size_t n)
 {
     const char *pick = NULL, *p = opt->def;
     size_t len = 0, k = 0;
@@ -98,7 +98,7 @@ static void print_option(FILE *f, const cli_command *cmd, const cli_option *opt,
     print_lines(f, n, text ? text : "");
     /* The default, unless the help already gives it. */
     char def[128];
-    default_for(cmd, opt, def, sizeof def);
+    cli_default_for(cmd, opt, def, sizeof def);
     if (*def && !(text && strstr(text, "default")))
         fprintf(f, "%*s%s%s\n", HELP_COLUMN, "", strcmp(def, "required") ? "default: " : "", def);
     for (int a = 0; a < CLI_MAX_ALIASES && opt->aliases[a]; a++)
@@ -132,10 +132,22 @@ int cli_help_main(int argc, char **argv)
                "pipesched COMMAND [SUBCOMMAND] --help).\n");
         return EXIT_OK;
     }
-    /* Not listed in the help: it exists for the guide. */
-    if (!strcmp(argv[1], "--markdown")) {
+    /* Not listed in the help: they exist for the guide and the configuration reference. */
+    if (!strcmp(argv[1], "--markdown") && argc == 2) {
         cli_markdown(stdout);
         return EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--markdown") && !strcmp(argv[2], "tune-config") && argc == 3) {
+        cli_markdown_keys(stdout, cli_find("tune"), cli_tune_config_key);
+        return EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--markdown")) {
+        int bad = argc > 3 && !strcmp(argv[2], "tune-config") ? 3 : 2;
+        fprintf(stderr,
+                "pipesched: help --markdown takes nothing, or tune-config (the keys of tune "
+                "--config); got \"%s\"\n",
+                argv[bad]);
+        return EXIT_USAGE;
     }
     const cli_command *cmd = cli_find(argv[1]);
     if (!cmd) {

@@ -3,7 +3,8 @@
  * argument and range, default, commands, meaning), then each command's options. docs/guide.md
  * carries this output between its `<!-- options:begin -->` and `<!-- options:end -->`
  * markers, and tests/cli.sh fails when the two differ, so the guide's option list cannot
- * drift from what the program accepts.
+ * drift from what the program accepts. `pipesched help --markdown tune-config` writes the
+ * keys of tune --config the same way, for docs/config.md.
  * SPDX-License-Identifier: MIT
  */
 #include "cli.h"
@@ -124,5 +125,29 @@ void cli_markdown(FILE *f)
             sep = " ";
         }
         fprintf(f, " |\n");
+    }
+}
+
+void cli_markdown_keys(FILE *f, const cli_command *cmd, int (*is_key)(size_t i))
+{
+    fprintf(f, "| key | option | value | default | meaning |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < cli_option_count; i++) {
+        const cli_option *opt = &cli_options[i];
+        if (!is_key(i))
+            continue;
+        fprintf(f, "| `%s` | `--%s%s", opt->name, opt->name, opt->metavar ? " " : "");
+        md_cell(f, opt->metavar ? opt->metavar : "");
+        fputs("` | ", f);
+        if (opt->type == CLI_FLAG)
+            fputs("`true`, `false`", f);
+        else
+            md_argument(f, opt);
+        char def[256];
+        cli_default_for(cmd, opt, def, sizeof def);
+        fputs(" | ", f);
+        md_cell(f, def);
+        fputs(" | ", f);
+        md_cell(f, cli_help_text(cmd, opt));
+        fputs(" |\n", f);
     }
 }

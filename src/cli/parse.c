@@ -46,6 +46,11 @@ static int row_in_force(const cli_command *cmd, size_t i)
     return i == (taken < cli_option_count ? taken : first);
 }
 
+int cli_row_in_force(const cli_command *cmd, size_t i)
+{
+    return i < cli_option_count && cli_takes(cmd, &cli_options[i]) && row_in_force(cmd, i);
+}
+
 /* getopt_long's tables for cmd, from the rows: every name and alias, and the letters. The
  * leading ':' makes a missing value its own return value. */
 static struct option longopts[CLI_MAX_OPTIONS * (CLI_MAX_ALIASES + 1) + 1];

@@ -165,24 +165,19 @@ typedef struct config_words {
     char text[CONFIG_KEYS][CONFIG_VALUE];
 } config_words;
 
-static int config_key_ok(const cli_option *opt)
+int cli_tune_config_key(size_t i)
 {
-    return cli_takes(&cli_cmd_tune, opt) && strcmp(opt->name, "config") &&
-           strcmp(opt->name, "help");
+    return cli_row_in_force(&cli_cmd_tune, i) && strcmp(cli_options[i].name, "config") &&
+           strcmp(cli_options[i].name, "help");
 }
 
 static void config_keys(void)
 {
     const char *sep = "";
     for (size_t i = 0; i < cli_option_count; i++)
-        if (config_key_ok(&cli_options[i])) {
-            int dup = 0;
-            for (size_t j = 0; j < i; j++)
-                dup |= config_key_ok(&cli_options[j]) &&
-                       !strcmp(cli_options[j].name, cli_options[i].name);
-            if (!dup)
-                fprintf(stderr, "%s%s", sep, cli_options[i].name);
-            sep = dup ? sep : ", ";
+        if (cli_tune_config_key(i)) {
+            fprintf(stderr, "%s%s", sep, cli_options[i].name);
+            sep = ", ";
         }
 }
 
@@ -251,7 +246,7 @@ static int load_config(cli_opts *c, config_words *cw)
         }
         const cli_option *opt = NULL;
         for (size_t i = 0; i < cli_option_count && !opt; i++)
-            if (config_key_ok(&cli_options[i]) && !strcmp(cli_options[i].name, v->string))
+            if (cli_tune_config_key(i) && !strcmp(cli_options[i].name, v->string))
                 opt = &cli_options[i];
         if (!opt) {
             fprintf(stderr, "pipesched: %s: unknown key \"%s\" (tune's keys: ", c->config,
