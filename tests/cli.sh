@@ -701,6 +701,18 @@ step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^
 # shellcheck disable=SC2086
 expect 0 "tune's first command" -- "$bin" $cmd --json
 contains "$tmp/out" "\"step_time_s\":$step," "tune's command reproduces the step time $step"
+# Recompute fit: the row names its layer count and its command (--recompute-layers) reproduces it.
+expect 0 "tune recompute=fit" -- "$bin" tune --model llama3-70b --hardware h100-sxm --gpus 64 \
+    --gbs 128 --seq 8192 --top 1 --json --allow precision=fp8 \
+    --fix tp=4,pp=8,vpp=5,cp=1,mbs=1,schedule=interleaved,recompute=fit
+contains "$tmp/out" '"recompute":"fit"' "tune ranks a recompute fit row"
+contains "$tmp/out" "--recompute full --recompute-layers " "tune's fit command sets the layers"
+cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
+    head -1)
+step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' | head -1)
+# shellcheck disable=SC2086
+expect 0 "tune's fit command" -- "$bin" $cmd --json
+contains "$tmp/out" "\"step_time_s\":$step," "tune's fit command reproduces the step time $step"
 # --draw N --svg FILE: the timeline of row N, whose title carries that row's step time.
 # shellcheck disable=SC2086
 expect 2 "tune --draw without --svg" -- "$bin" tune $tune --draw 1

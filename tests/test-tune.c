@@ -75,6 +75,7 @@ static ps_tune_job small_job(int top)
 /* One result of the brute force, with its knobs in the documented order. */
 typedef struct brute_row {
     int32_t knob[PS_KNOBS];
+    int32_t rl; /* recompute fit: the layers */
     double step, peak;
     long order; /* position in the loops below: the documented tie order */
 } brute_row;
@@ -92,6 +93,44 @@ static int brute_cmp(const void *a, const void *b)
 static int divides(long long n, long long d)
 {
     return n % d == 0;
+}
+
+/* Recompute "fit" by brute force: when t does not fit without recompute, the simulated peak of
+ * full recompute of every count N from 1 to the largest stage's layers L (each must not exceed
+ * the one before: the monotonicity the search's bisection relies on), and the first N below L
+ * that fits. Sets t to recompute N layers and returns N; 0 when there is no such candidate
+ * (refused, fits without recompute, or only N = L fits). */
+static int32_t brute_fit(ps_estimate *e, const ps_transformer *m, const ps_hardware *hw,
+                         ps_train *t, double limit)
+{
+    ps_estimate_result r;
+    t->recompute = PS_RECOMPUTE_NONE, t->recompute_layers = 0;
+    if (ps_estimate_run(e, m, hw, t))
+        return 0;
+    ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+    if (r.peak_gib <= limit)
+        return 0;
+    const ps_stage_layers *sl;
+    int ns = ps_estimate_stage_layers(e, &sl);
+    int32_t most = 0, found = 0;
+    for (int i = 0; i < ns; i++)
+        most = sl[i].layers > most ? sl[i].layers : most;
+    double before = 0;
+    t->recompute = PS_RECOMPUTE_FULL;
+    for (int32_t n = 1; n <= most; n++) {
+        t->recompute_layers = n;
+        ck_assert_int_eq(ps_estimate_run(e, m, hw, t), 0);
+        ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+        ck_assert_msg(n == 1 || r.peak_gib <= before,
+                      "%s pp%d: recompute of %d layers needs %.17g "
+                      "GiB, of %d layers %.17g GiB",
+                      m->name, t->pp, n, r.peak_gib, n - 1, before);
+        before = r.peak_gib;
+        if (!found && n < most && r.peak_gib <= limit)
+            found = n;
+    }
+    t->recompute_layers = found;
+    return found;
 }
 
 /* The documented lists (docs/tune.md, "The space"), written out here, and the documented
@@ -125,7 +164,7 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                         for (int vpp = 1; vpp <= m->layers; vpp++)
                             for (int f = 0; f < 10; f++)
                                 for (int mbs = 1; mbs <= GBS; mbs++)
-                                    for (int rec = 0; rec < 3; rec++)
+                                    for (int rec = 0; rec < 4; rec++)
                                         for (int dist = 0; dist < 2; dist++)
                                             for (int a2a = moe ? 1 : 0; a2a <= (moe ? 2 : 0); a2a++)
                                                 for (int lay = 0; lay < 2; lay++) {
@@ -156,6 +195,10 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                                     t.distributed_optimizer = dist, t.a2a = a2a;
                                                     strcpy(t.schedule, fam[f]);
                                                     t.layout = lay ? "balanced" : NULL;
+                                                    int32_t rl = 0;
+                                                    if (rec == 3 &&
+                                                        !(rl = brute_fit(e, m, hw, &t, limit)))
+                                                        continue;
                                                     /* The strong bounds first, on the same handle:
                                                      * the run after them must not notice. */
                                                     ps__estimate_lb elb;
@@ -181,7 +224,8 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                                      * estimate's own, the step bound below it. */
                                                     ps_tune_config c = {{tp, cp, pp, ep, etp, vpp,
                                                                          f, mbs, rec, dist, 0, a2a,
-                                                                         lay}};
+                                                                         lay},
+                                                                        rl};
                                                     double gib, lb, worst = 0;
                                                     ps__space_bounds(&sp, &c, r.dp, &gib, &lb);
                                                     for (int rk = 0; rk < pp; rk++) {
@@ -207,6 +251,7 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                                                        (cap *= 2) * sizeof *rows);
                                                     brute_row *b = &rows[n++];
                                                     memcpy(b->knob, c.knob, sizeof b->knob);
+                                                    b->rl = rl;
                                                     b->step = r.step_time_s, b->peak = r.peak_gib,
                                                     b->order = order;
                                                 }
@@ -242,18 +287,25 @@ static void same_row(const ps_tune_row *r, const brute_row *b, size_t i)
                   "pp%d vpp%d sched %d mbs %d)",
                   i, r->config.knob[0], r->config.knob[2], r->config.knob[5], r->config.knob[6],
                   r->config.knob[7], b->knob[0], b->knob[2], b->knob[5], b->knob[6], b->knob[7]);
+    ck_assert_int_eq(r->config.recompute_layers, b->rl);
     ck_assert(r->result.step_time_s == b->step);
     ck_assert(r->result.peak_gib == b->peak);
 }
 
 /* The search against the brute force: top K, front, and the accounting of every candidate. */
-static void against_brute(const ps_transformer *m)
+static void against_brute(const ps_transformer *m, double hbm_gib, size_t min_fit)
 {
     ps_hardware hw = small_hw();
+    hw.hbm_gib = hbm_gib;
     ps_tune_job j = small_job(10);
     size_t n;
     brute_row *b = brute_force(m, &hw, &j, &n);
     ck_assert_msg(n > 20, "%s: the brute force found only %zu fitting configurations", m->name, n);
+    size_t fits = 0;
+    for (size_t i = 0; i < n; i++)
+        fits += b[i].rl > 0;
+    ck_assert_msg(fits >= min_fit, "%s: %zu configurations of recompute fit, expected %zu or more",
+                  m->name, fits, min_fit);
     ps_tune *t = tune_ok(m, &hw, &j);
     ps_tune_stats st;
     ck_assert_int_eq(ps_tune_stats_get(t, &st), 0);
@@ -261,8 +313,8 @@ static void against_brute(const ps_transformer *m)
     ck_assert_uint_le(st.fitting, n);
     ck_assert_uint_ge(st.fitting + st.pruned, n);
     ck_assert_uint_eq(st.bound_breaks, 0);
-    ck_assert_uint_eq(st.rejected + st.simulated + st.pruned, st.candidates);
-    ck_assert_uint_eq(st.simulated, st.failed + st.over_memory + st.fitting);
+    ck_assert_uint_eq(st.rejected + st.simulated + st.over_unsimulated + st.pruned, st.candidates);
+    ck_assert_uint_eq(st.simulated + st.over_unsimulated, st.failed + st.over_memory + st.fitting);
     ck_assert_uint_eq(ps_tune_top_count(t), 10);
     for (size_t i = 0; i < 10; i++) {
         ps_tune_row r;
@@ -291,21 +343,66 @@ static void against_brute(const ps_transformer *m)
 START_TEST(brute_dense)
 {
     ps_transformer m = dense_model();
-    against_brute(&m);
+    against_brute(&m, 4.0, 0);
+}
+END_TEST
+
+/* With 1.5 GiB, some configurations fit only with recompute: the fewest layers found by the
+ * search's bisection equal the brute force's scan (which also checks that the memory never
+ * grows with the layers recomputed). */
+/* The search restricted to recompute fit (--fix recompute=fit), without pruning: exactly the
+ * brute force's fit rows fit, the same top K with the same layer counts. */
+static void fit_only(const ps_transformer *m, double hbm_gib)
+{
+    ps_hardware hw = small_hw();
+    hw.hbm_gib = hbm_gib;
+    ps_tune_job j = small_job(10);
+    j.no_prune = 1;
+    size_t n, nfit = 0;
+    brute_row *b = brute_force(m, &hw, &j, &n);
+    for (size_t i = 0; i < n; i++)
+        if (b[i].rl > 0)
+            b[nfit++] = b[i];
+    ps_tune *t;
+    ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+    int32_t fit = PS_TUNE_RECOMPUTE_FIT;
+    ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_RECOMPUTE, &fit, 1), 0);
+    ck_assert_int_eq(ps_tune_run(t, m, &hw, &j), 0);
+    ps_tune_stats st;
+    ck_assert_int_eq(ps_tune_stats_get(t, &st), 0);
+    ck_assert_uint_eq(st.fitting, nfit);
+    size_t k = nfit < 10 ? nfit : 10;
+    ck_assert_uint_eq(ps_tune_top_count(t), k);
+    for (size_t i = 0; i < k; i++) {
+        ps_tune_row r;
+        ck_assert_int_eq(ps_tune_top(t, i, &r), 0);
+        same_row(&r, &b[i], i);
+    }
+    ps_tune_free(t);
+    free(b);
+}
+
+START_TEST(brute_recompute_fit)
+{
+    ps_transformer g = gqa_model(), m = moe_model();
+    against_brute(&g, 1.5, 20);
+    against_brute(&m, 1.5, 5);
+    fit_only(&g, 1.5);
+    fit_only(&m, 1.5);
 }
 END_TEST
 
 START_TEST(brute_gqa)
 {
     ps_transformer m = gqa_model();
-    against_brute(&m);
+    against_brute(&m, 4.0, 0);
 }
 END_TEST
 
 START_TEST(brute_moe)
 {
     ps_transformer m = moe_model();
-    against_brute(&m);
+    against_brute(&m, 4.0, 0);
 }
 END_TEST
 
@@ -930,6 +1027,7 @@ static Suite *tune_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, brute_dense);
     tcase_add_test(tc, brute_gqa);
+    tcase_add_test(tc, brute_recompute_fit);
     tcase_add_test(tc, brute_moe);
     tcase_add_test(tc, threads_same);
     tcase_add_test(tc, prune_same);

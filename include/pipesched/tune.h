@@ -46,7 +46,7 @@ typedef enum ps_tune_knob {
     PS_KNOB_VPP,
     PS_KNOB_SCHEDULE, /* an index into ps_tune_family_name */
     PS_KNOB_MBS,
-    PS_KNOB_RECOMPUTE, /* a ps_recompute */
+    PS_KNOB_RECOMPUTE, /* a ps_recompute, or PS_TUNE_RECOMPUTE_FIT */
     PS_KNOB_DISTOPT,   /* 0 or 1: the distributed optimizer */
     PS_KNOB_PRECISION, /* a ps_precision */
     PS_KNOB_A2A,       /* a ps_a2a: flat or hierarchical for a MoE model, auto for a dense one */
@@ -54,9 +54,16 @@ typedef enum ps_tune_knob {
     PS_KNOBS
 } ps_tune_knob;
 
+/* The recompute knob's fourth value: full recompute of the fewest layers per stage that fit
+ * (ps_train.recompute_layers, found by the search; ps_tune_config.recompute_layers). */
+#define PS_TUNE_RECOMPUTE_FIT 3
+
 /* One configuration: a value per knob. */
 typedef struct ps_tune_config {
     int32_t knob[PS_KNOBS];
+    /* Not a knob: with recompute PS_TUNE_RECOMPUTE_FIT, the layers per stage recomputed that
+     * the search found (the least that fit); 0 otherwise. */
+    int32_t recompute_layers;
 } ps_tune_config;
 
 /* Where a running search stands (ps_tune_job.progress). */
@@ -99,7 +106,7 @@ PS_EXTERN int ps_tune_knob_lookup(const char *name);
  * v-half, v-min, dualpipe, dualpipev, adaptive; NULL past the end. */
 PS_EXTERN const char *ps_tune_family_name(size_t i);
 /* A knob's value from a word: numbers for the sizes; a family name or alias (schedule);
- * none/selective/full; 0/1/off/on/false/true (distributed optimizer); bf16/fp8;
+ * none/selective/full/fit; 0/1/off/on/false/true (distributed optimizer); bf16/fp8;
  * auto/flat/hierarchical; even/balanced (layout). 0 or PS_ECONFIG. */
 PS_EXTERN int ps_tune_value_parse(int knob, const char *word, int32_t *out);
 /* The word of a value (the family's name, "full", "fp8", ...; the number for the sizes) into
@@ -108,7 +115,7 @@ PS_EXTERN int ps_tune_value_name(int knob, int32_t value, char *buf, size_t cap)
 
 /* The train of a configuration: ps_train_init's defaults, the job's gpus, gpus_per_node, gbs
  * and seq, and the knobs. schedule and a2a as their words; layout NULL (even) or "balanced"
- * (a static string). */
+ * (a static string); recompute "fit" as full recompute of c->recompute_layers layers. */
 PS_EXTERN void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_train *out);
 
 typedef struct ps_tune ps_tune;

@@ -316,7 +316,7 @@ class RankMemory(Structure):
 
 
 class TuneConfig(Structure):
-    _fields_ = [("knob", c_int32 * KNOBS)]
+    _fields_ = [("knob", c_int32 * KNOBS), ("recompute_layers", c_int32)]
 
 
 class TuneProgress(Structure):

@@ -272,11 +272,12 @@ def _typed(knob, value):
 
 
 TuneRow = namedtuple("TuneRow", "index knobs step_time_s tokens_per_s_per_gpu mfu peak_gib "
-                     "dp microbatches bubble_s exposed_s gap gap_s")
+                     "dp microbatches bubble_s exposed_s gap gap_s recompute_layers")
 TuneRow.__doc__ = """One configuration of the search: index (its candidate number), knobs (a
 dict by knob name: the sizes as int, "distributed-optimizer" as bool, the others as words:
 "interleaved", "full", "fp8", "hierarchical"), the estimate's figures and the dominant gap
-(what the step spends most on besides compute) with its seconds."""
+(what the step spends most on besides compute) with its seconds, and recompute_layers (the
+layers per stage of a recompute "fit" row, else 0)."""
 
 
 class Tune:
@@ -384,7 +385,8 @@ class Tune:
                                      for k in range(_lib.KNOBS)},
                            e.step_time_s, e.tokens_per_s_per_gpu, e.mfu, e.peak_gib, e.dp,
                            e.microbatches, e.bubble_s, dict(zip(_COMM, e.exposed_s)),
-                           text(C["ps_tune_gap_name"](r.gap)), r.gap_s)
+                           text(C["ps_tune_gap_name"](r.gap)), r.gap_s,
+                           r.config.recompute_layers)
 
         self.top = [row(C["ps_tune_top"], i) for i in range(C["ps_tune_top_count"](h))]
         self.front = [row(C["ps_tune_front"], i) for i in range(C["ps_tune_front_count"](h))]

@@ -398,6 +398,8 @@ static void knobs_text(FILE *f, const ps_transformer *m, const ps_tune_config *c
                 word(PS_KNOB_A2A, k[PS_KNOB_A2A], w));
     fprintf(f, " mbs%d %s", k[PS_KNOB_MBS], word(PS_KNOB_SCHEDULE, k[PS_KNOB_SCHEDULE], w));
     fprintf(f, " recompute=%s", word(PS_KNOB_RECOMPUTE, k[PS_KNOB_RECOMPUTE], w));
+    if (k[PS_KNOB_RECOMPUTE] == PS_TUNE_RECOMPUTE_FIT)
+        fprintf(f, "(%d)", c->recompute_layers);
     fprintf(f, "%s %s", k[PS_KNOB_DISTOPT] ? " distopt" : "",
             word(PS_KNOB_PRECISION, k[PS_KNOB_PRECISION], w));
     if (k[PS_KNOB_LAYOUT])
@@ -419,10 +421,13 @@ static void command_text(FILE *f, const cli_opts *o, const ps_transformer *m,
     if (m->experts > 0)
         fprintf(f, " --ep %d --etp %d --a2a %s", k[PS_KNOB_EP], k[PS_KNOB_ETP],
                 word(PS_KNOB_A2A, k[PS_KNOB_A2A], w));
-    fprintf(f, " --mbs %d --schedule %s --recompute %s%s --precision %s", k[PS_KNOB_MBS],
+    int fit = k[PS_KNOB_RECOMPUTE] == PS_TUNE_RECOMPUTE_FIT;
+    fprintf(f, " --mbs %d --schedule %s --recompute %s", k[PS_KNOB_MBS],
             word(PS_KNOB_SCHEDULE, k[PS_KNOB_SCHEDULE], w),
-            word(PS_KNOB_RECOMPUTE, k[PS_KNOB_RECOMPUTE], w2),
-            k[PS_KNOB_DISTOPT] ? " --distributed-optimizer" : "",
+            fit ? "full" : word(PS_KNOB_RECOMPUTE, k[PS_KNOB_RECOMPUTE], w2));
+    if (fit)
+        fprintf(f, " --recompute-layers %d", c->recompute_layers);
+    fprintf(f, "%s --precision %s", k[PS_KNOB_DISTOPT] ? " --distributed-optimizer" : "",
             k[PS_KNOB_PRECISION] == PS_PREC_FP8 ? "fp8" : "bf16");
     if (k[PS_KNOB_LAYOUT])
         fprintf(f, " --layout %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
@@ -628,7 +633,8 @@ static void json_row(FILE *f, const cli_opts *o, const ps_transformer *m, const 
         else
             fprintf(f, "%d", r->config.knob[k]);
     }
-    fprintf(f, "},\"dp\":%d,\"microbatches\":%d,\"step_time_s\":%s,\"tokens_per_s_per_gpu\":%s,",
+    fprintf(f, "},\"recompute_layers\":%d,", r->config.recompute_layers);
+    fprintf(f, "\"dp\":%d,\"microbatches\":%d,\"step_time_s\":%s,\"tokens_per_s_per_gpu\":%s,",
             e->dp, e->microbatches, CLI_NUM(e->step_time_s), CLI_NUM(e->tokens_per_s_per_gpu));
     fprintf(f, "\"model_tflops_per_gpu\":%s,\"mfu\":%s,\"bubble_s\":%s,\"compute_s\":%s,",
             CLI_NUM(e->model_tflops_per_gpu), CLI_NUM(e->mfu), CLI_NUM(e->bubble_s),
@@ -890,6 +896,8 @@ static void brief_knobs(char *buf, size_t cap, const ps_transformer *m, const mr
     ADD(" mbs%d %s", k[PS_KNOB_MBS], word(PS_KNOB_SCHEDULE, k[PS_KNOB_SCHEDULE], w));
     if (k[PS_KNOB_RECOMPUTE] != PS_RECOMPUTE_NONE)
         ADD(" rc-%s", word(PS_KNOB_RECOMPUTE, k[PS_KNOB_RECOMPUTE], w));
+    if (k[PS_KNOB_RECOMPUTE] == PS_TUNE_RECOMPUTE_FIT)
+        ADD("(%d)", r->r.config.recompute_layers);
     if (k[PS_KNOB_PRECISION] == PS_PREC_FP8)
         ADD(" fp8");
     if (k[PS_KNOB_LAYOUT])
@@ -1079,7 +1087,8 @@ const cli_command cli_cmd_tune = {
     .usage = "pipesched tune --model NAME|FILE --hardware NAME|FILE --gpus N --gbs B --seq S\n"
              "                      [--fix K=V,...] [--allow K=V,V,...] [--max K=V,...] [OPTIONS]",
     .about = "Enumerates every combination of tp, cp, pp, vpp, ep, etp, micro-batch size,\n"
-             "recompute, distributed optimizer, precision, schedule family and (MoE) all-to-all\n"
+             "recompute (none, selective, full, and full for the fewest layers that fit),\n"
+             "distributed optimizer, precision, schedule family and (MoE) all-to-all\n"
              "that the constraints leave, rejects what cannot run by cheap checks (counted per\n"
              "reason), simulates every other candidate with the estimate (a bound skips only\n"
              "what provably cannot rank), and prints the fastest configurations that fit with\n"

@@ -46,6 +46,7 @@ typedef struct record {
     uint16_t
         reason; /* a PS__R_* or PS__R_CHEAP + the thread's reason index; global after the merge */
     uint8_t status, thread;
+    int32_t recompute_layers; /* recompute fit: the layers found */
 } record;
 
 /* A growing array of reasons. */
@@ -318,7 +319,9 @@ static void set_record(ps_tune *t, uint64_t idx, int status, int reason_id, int 
     if (!t->recs)
         return;
     record *x = &t->recs[idx];
+    int32_t rl = x->recompute_layers; /* set by evaluate before the outcome */
     memset(x, 0, sizeof *x);
+    x->recompute_layers = rl;
     x->status = (uint8_t)status;
     x->reason = (uint16_t)reason_id;
     x->thread = (uint8_t)thread;
@@ -436,6 +439,14 @@ static int evaluate(worker *w, uint64_t idx)
     row.index = idx;
     ps__space_decode(s, idx, &row.config);
     int why = ps__space_check(s, &row.config, &ch);
+    if (why < 0 && row.config.knob[PS_KNOB_RECOMPUTE] == PS_TUNE_RECOMPUTE_FIT) {
+        double gib;
+        int rc = ps__space_fit(s, w->e, &row.config, &why, &gib, w->err);
+        if (rc)
+            return rc;
+        if (t->recs && why < 0)
+            t->recs[idx].recompute_layers = row.config.recompute_layers;
+    }
     if (why == PS__R_MEMORY) {
         note_need(w, ch.static_gib, 0);
         if (w->mem_min == 0 || ch.static_gib < w->mem_min)
@@ -971,7 +982,8 @@ int ps_tune_write_csv(const ps_tune *t, ps_write_fn write, void *ud)
     for (int k = 0; k < PS_KNOBS; k++)
         n += snprintf(line + n, sizeof line - (size_t)n, ",%s", ps_tune_knob_name(k));
     n += snprintf(line + n, sizeof line - (size_t)n,
-                  ",status,reason,step_time_s,tokens_per_s_per_gpu,mfu,peak_gib\n");
+                  ",recompute_layers,status,reason,step_time_s,tokens_per_s_per_gpu,mfu,"
+                  "peak_gib\n");
     if (write(ud, line, (size_t)n))
         return PS_EIO;
     for (uint64_t i = 0; i < t->nrecs; i++) {
@@ -984,7 +996,8 @@ int ps_tune_write_csv(const ps_tune *t, ps_write_fn write, void *ud)
             ps_tune_value_name(k, c.knob[k], w, sizeof w);
             n += snprintf(line + n, sizeof line - (size_t)n, ",%s", w);
         }
-        n += snprintf(line + n, sizeof line - (size_t)n, ",%s,", status_words[r->status]);
+        n += snprintf(line + n, sizeof line - (size_t)n, ",%d,%s,", (int)r->recompute_layers,
+                      status_words[r->status]);
         if (write(ud, line, (size_t)n))
             return PS_EIO;
         if (r->status != ST_OK && r->status != ST_PRUNED &&

@@ -12,6 +12,7 @@
 #include "tune/tune_int.h"
 
 #include "model/cost.h"
+#include "model/estimate.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +52,9 @@ static const char *const reason_text[PS__R_CHEAP] = {
                        "even, m >= 2pp; dualpipev: m >= 2pp; interleaved, adaptive with vpp > 1: "
                        "m a multiple of pp, the default group size)",
     [PS__R_MEMORY] = "weights, gradients, optimizer state and overhead alone exceed the memory",
+    [PS__R_FIT_NONE] = "recompute fit: fits without recompute (the recompute none candidate)",
+    [PS__R_FIT_FULL] = "recompute fit: only every layer recomputed can fit (the recompute full "
+                       "candidate)",
 };
 
 const char *ps__tune_reason_text(int reason)
@@ -87,7 +91,7 @@ const char *ps_tune_family_name(size_t i)
     return i < PS__TUNE_FAMILIES ? families[i].name : NULL;
 }
 
-static const char *const recompute_words[] = {"none", "selective", "full"};
+static const char *const recompute_words[] = {"none", "selective", "full", "fit"};
 static const char *const precision_words[] = {"bf16", "fp8"};
 static const char *const a2a_words[] = {"auto", "flat", "hierarchical"};
 static const char *const layout_words[] = {"even", "balanced"};
@@ -116,7 +120,7 @@ int ps_tune_value_parse(int knob, const char *word, int32_t *out)
         break;
     }
     case PS_KNOB_RECOMPUTE:
-        i = word_index(recompute_words, 3, word);
+        i = word_index(recompute_words, 4, word);
         break;
     case PS_KNOB_PRECISION:
         i = word_index(precision_words, 2, word);
@@ -159,7 +163,7 @@ int ps_tune_value_name(int knob, int32_t v, char *buf, size_t cap)
     const char *w = NULL;
     if (knob == PS_KNOB_SCHEDULE && v >= 0 && v < PS__TUNE_FAMILIES)
         w = families[v].name;
-    else if (knob == PS_KNOB_RECOMPUTE && v >= 0 && v < 3)
+    else if (knob == PS_KNOB_RECOMPUTE && v >= 0 && v < 4)
         w = recompute_words[v];
     else if (knob == PS_KNOB_PRECISION && v >= 0 && v < 2)
         w = precision_words[v];
@@ -185,6 +189,10 @@ void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_trai
     t->ep = k[PS_KNOB_EP], t->etp = k[PS_KNOB_ETP], t->vpp = k[PS_KNOB_VPP];
     t->mbs = k[PS_KNOB_MBS];
     t->recompute = k[PS_KNOB_RECOMPUTE];
+    if (t->recompute == PS_TUNE_RECOMPUTE_FIT) {
+        t->recompute = PS_RECOMPUTE_FULL;
+        t->recompute_layers = c->recompute_layers;
+    }
     t->distributed_optimizer = k[PS_KNOB_DISTOPT];
     t->precision = k[PS_KNOB_PRECISION];
     t->a2a = k[PS_KNOB_A2A];
@@ -270,7 +278,8 @@ static int candidates(const ps__space *s, int k, int allowed, int32_t *v, int32_
         break;
     case PS_KNOB_RECOMPUTE:
         v[0] = PS_RECOMPUTE_NONE, v[1] = PS_RECOMPUTE_SELECTIVE, v[2] = PS_RECOMPUTE_FULL;
-        *n = 3;
+        v[3] = PS_TUNE_RECOMPUTE_FIT;
+        *n = 4;
         break;
     case PS_KNOB_DISTOPT:
         v[0] = 0, v[1] = 1, *n = 2;
@@ -394,6 +403,7 @@ void ps__space_decode(const ps__space *s, uint64_t idx, ps_tune_config *c)
         idx -= d * s->stride[i];
         c->knob[i] = s->vals[i][d];
     }
+    c->recompute_layers = 0;
 }
 
 /* ---- checks and bounds ---------------------------------------------------------------------- */
@@ -545,4 +555,76 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
     if (out->static_gib > s->limit_gib)
         return PS__R_MEMORY;
     return -1;
+}
+
+/* ---- recompute "fit" ------------------------------------------------------------------------ */
+
+/* The exact peak memory (GiB) of c with recompute r and n layers per stage recomputed: 0 with
+ * *gib set, 1 when the estimate refuses it, or PS_ENOMEM / PS_EINTERNAL. */
+static int fit_peak(const ps__space *s, struct ps_estimate *e, const ps_tune_config *c, int32_t r,
+                    int32_t n, double *gib, char *err)
+{
+    ps_tune_config x = *c;
+    x.knob[PS_KNOB_RECOMPUTE] = r == PS_RECOMPUTE_FULL ? PS_TUNE_RECOMPUTE_FIT : r;
+    x.recompute_layers = n;
+    ps_train tr;
+    ps_tune_config_train(&s->job, &x, &tr);
+    ps__estimate_lb lb;
+    int rc = ps__estimate_bound(e, s->m, s->hw, &tr, 1, &lb);
+    if (rc == PS_ENOMEM || rc == PS_EINTERNAL)
+        return ps__seterr(err, rc, "%s", ps_estimate_last_error(e));
+    if (rc || !lb.mem_exact)
+        return 1;
+    *gib = lb.mem_gib;
+    return 0;
+}
+
+/*
+ * Memory does not grow with the layers recomputed: a recomputed layer keeps its input instead
+ * of its activations and frees its weight-gradient inputs, and the working set of full
+ * recompute (one layer's activations) is the same for every count from 1. So the fewest that
+ * fit is found by bisection over [1, L-1], L the largest stage's layers (from L on every stage
+ * recomputes all its layers: the "full" candidate).
+ */
+int ps__space_fit(const ps__space *s, struct ps_estimate *e, ps_tune_config *c, int *why,
+                  double *gib, char *err)
+{
+    const int32_t *k = c->knob;
+    int32_t f = k[PS_KNOB_SCHEDULE];
+    int32_t nst = k[PS_KNOB_PP] * (families[f].place == 1 ? 2 : k[PS_KNOB_VPP]);
+    int32_t most = 0, first, count;
+    for (int32_t st = 0; st < nst; st++) {
+        stage_span(s->m->layers, nst, k[PS_KNOB_LAYOUT], st, &first, &count);
+        most = count > most ? count : most;
+    }
+    c->recompute_layers = 1;
+    *why = -1;
+    *gib = 0.0;
+    double g;
+    int rc = fit_peak(s, e, c, PS_RECOMPUTE_NONE, 0, &g, err);
+    if (rc)
+        return rc < 0 ? rc : 0;
+    if (g <= s->limit_gib) {
+        *why = PS__R_FIT_NONE, *gib = g;
+        return 0;
+    }
+    int32_t lo = 1, hi = most - 1;
+    if (hi < lo || (rc = fit_peak(s, e, c, PS_RECOMPUTE_FULL, hi, &g, err)) || g > s->limit_gib) {
+        if (rc < 0)
+            return rc;
+        *why = PS__R_FIT_FULL, *gib = g;
+        return 0;
+    }
+    /* mem(hi) fits; the answer is in [lo, hi]. */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if ((rc = fit_peak(s, e, c, PS_RECOMPUTE_FULL, mid, &g, err)) < 0)
+            return rc;
+        if (rc == 0 && g <= s->limit_gib)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    c->recompute_layers = lo;
+    return 0;
 }

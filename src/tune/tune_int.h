@@ -37,6 +37,8 @@ enum {
     PS__R_MICRO,    /* micro-batches above PS_MAX_MICROBATCHES */
     PS__R_FAMILY_M, /* the family's conditions on pp and m */
     PS__R_MEMORY,   /* weights + gradients + optimizer + overhead above the limit */
+    PS__R_FIT_NONE, /* recompute fit: the candidate fits without recompute */
+    PS__R_FIT_FULL, /* recompute fit: only every layer recomputed fits (or nothing does) */
     PS__R_CHEAP
 };
 
@@ -55,8 +57,9 @@ typedef struct ps__space {
     uint64_t stride[PS_KNOBS]; /* candidate number = sum of value index x stride */
     uint64_t total;
     double flops;        /* model FLOPs of one iteration */
-    double flops_rec[3]; /* the FLOPs recompute adds, by ps_recompute: 0, the attention core's
-                            forward (selective), every layer's forward (full) */
+    double flops_rec[4]; /* the FLOPs recompute adds, by ps_recompute: 0, the attention core's
+                            forward (selective), every layer's forward (full); 0 for fit (at
+                            least one layer per stage, bounded by the estimate's own bound) */
     /* Parameters of one layer (whole model): dense part and routed experts, dense and MoE. */
     double dl, el, dm, em;
 } ps__space;
@@ -130,5 +133,16 @@ PS__SIBLING int ps__tune_fail(ps_tune *t, int rc, const char *fmt, ...)
  * share, PS_ESTATE without a run, PS_ENOMEM. */
 PS__SIBLING int ps__tune_merge(ps_tune *t, const void *const *packs, const size_t *lens, size_t n,
                                double seconds);
+/* Recompute "fit" (c->knob[PS_KNOB_RECOMPUTE] = PS_TUNE_RECOMPUTE_FIT): sets
+ * c->recompute_layers to the fewest layers per stage whose full recompute brings the exact peak
+ * memory (ps__estimate_bound on e) under the limit, by bisection (the peak does not grow with
+ * the layers recomputed: test-tune checks it). *why: -1 when found; PS__R_FIT_NONE when the
+ * candidate fits without recompute, PS__R_FIT_FULL when no count below the largest stage's
+ * layers fits (the full candidate), each with *gib the peak that decided; also -1 (with
+ * recompute_layers 1) when the estimate refuses the configuration, which its run then counts.
+ * Returns 0, or PS_ENOMEM / PS_EINTERNAL with the message in err. */
+struct ps_estimate;
+int ps__space_fit(const ps__space *s, struct ps_estimate *e, ps_tune_config *c, int *why,
+                  double *gib, char *err);
 
 #endif

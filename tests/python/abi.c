@@ -100,7 +100,7 @@ static void model(void)
     S(ps_rank_memory), F(ps_rank_memory, weights), F(ps_rank_memory, grads);
     F(ps_rank_memory, optimizer), F(ps_rank_memory, activations);
     F(ps_rank_memory, overhead), F(ps_rank_memory, total), F(ps_rank_memory, peak_inflight);
-    S(ps_tune_config), F(ps_tune_config, knob);
+    S(ps_tune_config), F(ps_tune_config, knob), F(ps_tune_config, recompute_layers);
     S(ps_tune_job), F(ps_tune_job, gpus), F(ps_tune_job, gpus_per_node), F(ps_tune_job, gbs);
     F(ps_tune_job, seq), F(ps_tune_job, mem_reserve_gib), F(ps_tune_job, top_k);
     F(ps_tune_job, threads), F(ps_tune_job, no_prune), F(ps_tune_job, record_all);
