@@ -713,6 +713,18 @@ step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^
 # shellcheck disable=SC2086
 expect 0 "tune's fit command" -- "$bin" $cmd --json
 contains "$tmp/out" "\"step_time_s\":$step," "tune's fit command reproduces the step time $step"
+# Group 2 (a group of 2 pp): the row's command passes --group-size and reproduces its step.
+expect 0 "tune --allow group=1,2" -- "$bin" tune --model llama3-70b --hardware h100-sxm \
+    --gpus 1024 --gbs 1024 --seq 8192 --top 1 --json --allow group=1,2 \
+    --fix tp=4,cp=2,pp=16,vpp=5,mbs=1,schedule=interleaved,recompute=full,distributed-optimizer=on
+contains "$tmp/out" '"group":2' "tune ranks a group of 2 pp first here"
+contains "$tmp/out" "--group-size 32" "tune's command sets the group size"
+cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
+    head -1)
+step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' | head -1)
+# shellcheck disable=SC2086
+expect 0 "tune's group command" -- "$bin" $cmd --json
+contains "$tmp/out" "\"step_time_s\":$step," "tune's group command reproduces the step time $step"
 # --draw N --svg FILE: the timeline of row N, whose title carries that row's step time.
 # shellcheck disable=SC2086
 expect 2 "tune --draw without --svg" -- "$bin" tune $tune --draw 1

@@ -133,7 +133,8 @@ static int32_t brute_fit(ps_estimate *e, const ps_transformer *m, const ps_hardw
     return found;
 }
 
-/* The documented lists (docs/tune.md, "The space"), written out here, and the documented
+/* The documented lists (docs/tune.md, "The space") with group 1 and 2 (--allow group=1,2),
+ * written out here, and the documented
  * structural rules: pp = 1 runs 1f1b with vpp 1; 1f1b, zb-h1, zb-h2, dualpipe take vpp 1;
  * zb-v, v-half, v-min, dualpipev vpp 2; interleaved vpp > 1; adaptive any. Every combination
  * is run through ps_estimate_run; what it refuses or what does not fit is left out. Also
@@ -167,94 +168,109 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                     for (int rec = 0; rec < 4; rec++)
                                         for (int dist = 0; dist < 2; dist++)
                                             for (int a2a = moe ? 1 : 0; a2a <= (moe ? 2 : 0); a2a++)
-                                                for (int lay = 0; lay < 2; lay++) {
-                                                    if (!divides(GPUS, tp) || !divides(GPUS, cp) ||
-                                                        !divides(GPUS, pp) ||
-                                                        (moe && !divides(m->experts, ep)) ||
-                                                        (moe && !divides(GPUS, etp)) ||
-                                                        (vpp > 1 && !divides(m->layers, vpp)) ||
-                                                        !divides(GBS, mbs))
-                                                        continue; /* not in the lists */
-                                                    order++;
-                                                    if (pp == 1 && (f != 0 || vpp != 1))
-                                                        continue;
-                                                    if ((fam_vpp[f] > 0 && vpp != fam_vpp[f]) ||
-                                                        (fam_vpp[f] < 0 && vpp < 2))
-                                                        continue;
-                                                    /* The even split, or balanced where it differs
-                                                     * and every stage has a layer. */
-                                                    int split = m->layers % (pp * vpp) != 0;
-                                                    if (lay != split || m->layers < pp * vpp)
-                                                        continue;
-                                                    ps_train t;
-                                                    ps_train_init(&t);
-                                                    t.gpus = GPUS, t.gbs = GBS, t.seq = SEQ;
-                                                    t.tp = tp, t.cp = cp, t.pp = pp, t.ep = ep,
-                                                    t.etp = etp, t.vpp = vpp, t.mbs = mbs;
-                                                    t.recompute = rec,
-                                                    t.distributed_optimizer = dist, t.a2a = a2a;
-                                                    strcpy(t.schedule, fam[f]);
-                                                    t.layout = lay ? "balanced" : NULL;
-                                                    int32_t rl = 0;
-                                                    if (rec == 3 &&
-                                                        !(rl = brute_fit(e, m, hw, &t, limit)))
-                                                        continue;
-                                                    /* The strong bounds first, on the same handle:
-                                                     * the run after them must not notice. */
-                                                    ps__estimate_lb elb;
-                                                    int brc =
-                                                        ps__estimate_bound(e, m, hw, &t, 1, &elb);
-                                                    if (ps_estimate_run(e, m, hw, &t))
-                                                        continue;
-                                                    ck_assert_int_eq(brc, 0);
-                                                    ps_estimate_result r;
-                                                    ck_assert_int_eq(ps_estimate_result_get(e, &r),
-                                                                     0);
-                                                    ck_assert_msg(
-                                                        elb.step_s <= r.step_time_s * (1 + 1e-12) &&
-                                                            elb.mem_exact &&
-                                                            elb.mem_gib == r.peak_gib &&
-                                                            elb.peak_rank == r.peak_rank,
-                                                        "%s %s tp%d pp%d vpp%d: bound %g s, "
-                                                        "memory %.17g GiB; run %g s, "
-                                                        "%.17g GiB",
-                                                        m->name, fam[f], tp, pp, vpp, elb.step_s,
-                                                        elb.mem_gib, r.step_time_s, r.peak_gib);
-                                                    /* The bounds: the static memory is the
-                                                     * estimate's own, the step bound below it. */
-                                                    ps_tune_config c = {{tp, cp, pp, ep, etp, vpp,
-                                                                         f, mbs, rec, dist, 0, a2a,
-                                                                         lay},
-                                                                        rl};
-                                                    double gib, lb, worst = 0;
-                                                    ps__space_bounds(&sp, &c, r.dp, &gib, &lb);
-                                                    for (int rk = 0; rk < pp; rk++) {
-                                                        ps_rank_memory rm;
+                                                for (int lay = 0; lay < 2; lay++)
+                                                    for (int grp = 1; grp <= 2; grp++) {
+                                                        if (!divides(GPUS, tp) ||
+                                                            !divides(GPUS, cp) ||
+                                                            !divides(GPUS, pp) ||
+                                                            (moe && !divides(m->experts, ep)) ||
+                                                            (moe && !divides(GPUS, etp)) ||
+                                                            (vpp > 1 && !divides(m->layers, vpp)) ||
+                                                            !divides(GBS, mbs))
+                                                            continue; /* not in the lists */
+                                                        order++;
+                                                        if (pp == 1 && (f != 0 || vpp != 1))
+                                                            continue;
+                                                        if ((fam_vpp[f] > 0 && vpp != fam_vpp[f]) ||
+                                                            (fam_vpp[f] < 0 && vpp < 2))
+                                                            continue;
+                                                        /* A group of 2 pp: interleaved and adaptive
+                                                         * with vpp > 1 only. */
+                                                        if (grp > 1 &&
+                                                            !((f == 1 || f == 9) && vpp > 1))
+                                                            continue;
+                                                        /* The even split, or balanced where it
+                                                         * differs and every stage has a layer. */
+                                                        int split = m->layers % (pp * vpp) != 0;
+                                                        if (lay != split || m->layers < pp * vpp)
+                                                            continue;
+                                                        ps_train t;
+                                                        ps_train_init(&t);
+                                                        t.gpus = GPUS, t.gbs = GBS, t.seq = SEQ;
+                                                        t.tp = tp, t.cp = cp, t.pp = pp, t.ep = ep,
+                                                        t.etp = etp, t.vpp = vpp, t.mbs = mbs;
+                                                        t.recompute = rec,
+                                                        t.distributed_optimizer = dist, t.a2a = a2a;
+                                                        strcpy(t.schedule, fam[f]);
+                                                        t.layout = lay ? "balanced" : NULL;
+                                                        t.group_size = grp > 1 ? grp * pp : 0;
+                                                        int32_t rl = 0;
+                                                        if (rec == 3 &&
+                                                            !(rl = brute_fit(e, m, hw, &t, limit)))
+                                                            continue;
+                                                        /* The strong bounds first, on the same
+                                                         * handle: the run after them must not
+                                                         * notice. */
+                                                        ps__estimate_lb elb;
+                                                        int brc = ps__estimate_bound(e, m, hw, &t,
+                                                                                     1, &elb);
+                                                        if (ps_estimate_run(e, m, hw, &t))
+                                                            continue;
+                                                        ck_assert_int_eq(brc, 0);
+                                                        ps_estimate_result r;
                                                         ck_assert_int_eq(
-                                                            ps_estimate_rank_memory(e, rk, &rm), 0);
-                                                        double s = rm.weights + rm.grads +
-                                                                   rm.optimizer + rm.overhead;
-                                                        worst = s > worst ? s : worst;
+                                                            ps_estimate_result_get(e, &r), 0);
+                                                        ck_assert_msg(
+                                                            elb.step_s <=
+                                                                    r.step_time_s * (1 + 1e-12) &&
+                                                                elb.mem_exact &&
+                                                                elb.mem_gib == r.peak_gib &&
+                                                                elb.peak_rank == r.peak_rank,
+                                                            "%s %s tp%d pp%d vpp%d: bound %g s, "
+                                                            "memory %.17g GiB; run %g s, "
+                                                            "%.17g GiB",
+                                                            m->name, fam[f], tp, pp, vpp,
+                                                            elb.step_s, elb.mem_gib, r.step_time_s,
+                                                            r.peak_gib);
+                                                        /* The bounds: the static memory is the
+                                                         * estimate's own, the step bound below it.
+                                                         */
+                                                        ps_tune_config c = {{tp, cp, pp, ep, etp,
+                                                                             vpp, f, mbs, rec, dist,
+                                                                             0, a2a, lay, grp},
+                                                                            rl};
+                                                        double gib, lb, worst = 0;
+                                                        ps__space_bounds(&sp, &c, r.dp, &gib, &lb);
+                                                        for (int rk = 0; rk < pp; rk++) {
+                                                            ps_rank_memory rm;
+                                                            ck_assert_int_eq(
+                                                                ps_estimate_rank_memory(e, rk, &rm),
+                                                                0);
+                                                            double s = rm.weights + rm.grads +
+                                                                       rm.optimizer + rm.overhead;
+                                                            worst = s > worst ? s : worst;
+                                                        }
+                                                        ck_assert_msg(
+                                                            fabs(gib - worst) <= 1e-9 * worst,
+                                                            "%s %s tp%d pp%d vpp%d: bound %.12g, "
+                                                            "estimate %.12g",
+                                                            m->name, fam[f], tp, pp, vpp, gib,
+                                                            worst);
+                                                        ck_assert_msg(
+                                                            lb <= r.step_time_s,
+                                                            "step bound %g above the step %g", lb,
+                                                            r.step_time_s);
+                                                        if (r.peak_gib > limit)
+                                                            continue;
+                                                        if (n == cap)
+                                                            rows = realloc(rows, (cap *= 2) *
+                                                                                     sizeof *rows);
+                                                        brute_row *b = &rows[n++];
+                                                        memcpy(b->knob, c.knob, sizeof b->knob);
+                                                        b->rl = rl;
+                                                        b->step = r.step_time_s,
+                                                        b->peak = r.peak_gib, b->order = order;
                                                     }
-                                                    ck_assert_msg(
-                                                        fabs(gib - worst) <= 1e-9 * worst,
-                                                        "%s %s tp%d pp%d vpp%d: bound %.12g, "
-                                                        "estimate %.12g",
-                                                        m->name, fam[f], tp, pp, vpp, gib, worst);
-                                                    ck_assert_msg(lb <= r.step_time_s,
-                                                                  "step bound %g above the step %g",
-                                                                  lb, r.step_time_s);
-                                                    if (r.peak_gib > limit)
-                                                        continue;
-                                                    if (n == cap)
-                                                        rows = realloc(rows,
-                                                                       (cap *= 2) * sizeof *rows);
-                                                    brute_row *b = &rows[n++];
-                                                    memcpy(b->knob, c.knob, sizeof b->knob);
-                                                    b->rl = rl;
-                                                    b->step = r.step_time_s, b->peak = r.peak_gib,
-                                                    b->order = order;
-                                                }
     ps_estimate_free(e);
     qsort(rows, n, sizeof *rows, brute_cmp);
     *count = n;
@@ -271,10 +287,13 @@ static size_t brute_front(brute_row *rows, size_t n)
     return k;
 }
 
+/* A search of the documented space with the group sizes pp and 2 pp (--allow group=1,2). */
 static ps_tune *tune_ok(const ps_transformer *m, const ps_hardware *hw, const ps_tune_job *j)
 {
     ps_tune *t;
     ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+    static const int32_t groups[] = {1, 2};
+    ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_GROUP, groups, 2), 0);
     int rc = ps_tune_run(t, m, hw, j);
     ck_assert_msg(rc == 0, "tune: %d %s", rc, ps_tune_last_error(t));
     return t;
@@ -306,6 +325,10 @@ static void against_brute(const ps_transformer *m, double hbm_gib, size_t min_fi
         fits += b[i].rl > 0;
     ck_assert_msg(fits >= min_fit, "%s: %zu configurations of recompute fit, expected %zu or more",
                   m->name, fits, min_fit);
+    size_t groups = 0; /* the spaces hold fitting configurations of group 2 */
+    for (size_t i = 0; i < n; i++)
+        groups += b[i].knob[PS_KNOB_GROUP] == 2;
+    ck_assert_msg(groups > 0, "%s: no configuration of group 2 fits", m->name);
     ps_tune *t = tune_ok(m, &hw, &j);
     ps_tune_stats st;
     ck_assert_int_eq(ps_tune_stats_get(t, &st), 0);
@@ -366,7 +389,9 @@ static void fit_only(const ps_transformer *m, double hbm_gib)
     ps_tune *t;
     ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
     int32_t fit = PS_TUNE_RECOMPUTE_FIT;
+    static const int32_t groups[] = {1, 2};
     ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_RECOMPUTE, &fit, 1), 0);
+    ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_GROUP, groups, 2), 0);
     ck_assert_int_eq(ps_tune_run(t, m, &hw, &j), 0);
     ps_tune_stats st;
     ck_assert_int_eq(ps_tune_stats_get(t, &st), 0);

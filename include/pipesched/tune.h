@@ -51,6 +51,8 @@ typedef enum ps_tune_knob {
     PS_KNOB_PRECISION, /* a ps_precision */
     PS_KNOB_A2A,       /* a ps_a2a: flat or hierarchical for a MoE model, auto for a dense one */
     PS_KNOB_LAYOUT,    /* 0: Megatron's even split; 1: "balanced" (ps_layout_balanced_count) */
+    PS_KNOB_GROUP,     /* interleaved/adaptive with vpp > 1: micro-batch group size in multiples
+                          of pp (ps_train.group_size = value x pp; 1 = Megatron's default) */
     PS_KNOBS
 } ps_tune_knob;
 
@@ -98,7 +100,7 @@ typedef struct ps_tune_job {
 PS_EXTERN void ps_tune_job_init(ps_tune_job *j);
 
 /* Knob names ("tp", "cp", "pp", "ep", "etp", "vpp", "schedule", "mbs", "recompute",
- * "distributed-optimizer", "precision", "a2a", "layout"), NULL past the end; the lookup is
+ * "distributed-optimizer", "precision", "a2a", "layout", "group"), NULL past the end; the lookup is
  * case-sensitive and takes "distopt" too: the knob or PS_ENOTFOUND. */
 PS_EXTERN const char *ps_tune_knob_name(int knob);
 PS_EXTERN int ps_tune_knob_lookup(const char *name);
@@ -115,7 +117,8 @@ PS_EXTERN int ps_tune_value_name(int knob, int32_t value, char *buf, size_t cap)
 
 /* The train of a configuration: ps_train_init's defaults, the job's gpus, gpus_per_node, gbs
  * and seq, and the knobs. schedule and a2a as their words; layout NULL (even) or "balanced"
- * (a static string); recompute "fit" as full recompute of c->recompute_layers layers. */
+ * (a static string); recompute "fit" as full recompute of c->recompute_layers layers; group
+ * k > 1 as group_size k x pp. */
 PS_EXTERN void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_train *out);
 
 typedef struct ps_tune ps_tune;

@@ -234,7 +234,7 @@ class TraceOptions(Structure):
 # Structures of model.h and tune.h
 
 COMM_KINDS = 5
-KNOBS = 13
+KNOBS = 14
 
 
 class Transformer(Structure):

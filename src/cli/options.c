@@ -397,7 +397,7 @@ const cli_option cli_options[] = {
      .commands = "tune",
      .help = "fix knobs, e.g. tp=8,schedule=interleaved (knobs: tp cp pp\n"
              "ep etp vpp schedule mbs recompute distributed-optimizer\n"
-             "precision a2a layout)",
+             "precision a2a layout group)",
      .doc = "Given once; a knob named here cannot also be in `--allow`."},
     {.name = "allow",
      STRING(tune_allow),

@@ -312,7 +312,7 @@ static int apply(ps_tune *t, int kind, int knob, const int32_t *v, size_t n, nam
         if (n != 1 || word_knob(knob)) {
             fprintf(stderr,
                     "pipesched: --max takes one number of a numeric knob (tp, cp, pp, ep, "
-                    "etp, vpp, mbs); got %s\n",
+                    "etp, vpp, mbs, group); got %s\n",
                     key);
             return EXIT_USAGE;
         }
@@ -404,6 +404,8 @@ static void knobs_text(FILE *f, const ps_transformer *m, const ps_tune_config *c
             word(PS_KNOB_PRECISION, k[PS_KNOB_PRECISION], w));
     if (k[PS_KNOB_LAYOUT])
         fprintf(f, " %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
+    if (k[PS_KNOB_GROUP] > 1)
+        fprintf(f, " group=%d", k[PS_KNOB_GROUP] * k[PS_KNOB_PP]);
 }
 
 /* The estimate command that reproduces a row. */
@@ -431,6 +433,8 @@ static void command_text(FILE *f, const cli_opts *o, const ps_transformer *m,
             k[PS_KNOB_PRECISION] == PS_PREC_FP8 ? "fp8" : "bf16");
     if (k[PS_KNOB_LAYOUT])
         fprintf(f, " --layout %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
+    if (k[PS_KNOB_GROUP] > 1)
+        fprintf(f, " --group-size %d", k[PS_KNOB_GROUP] * k[PS_KNOB_PP]);
 }
 
 static void print_search(FILE *f, const ps_tune_stats *st)
@@ -902,6 +906,8 @@ static void brief_knobs(char *buf, size_t cap, const ps_transformer *m, const mr
         ADD(" fp8");
     if (k[PS_KNOB_LAYOUT])
         ADD(" %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
+    if (k[PS_KNOB_GROUP] > 1)
+        ADD(" g%d", k[PS_KNOB_GROUP] * k[PS_KNOB_PP]);
     if (multi)
         ADD(" @%d GPUs", r->gpus);
 #undef ADD
@@ -1088,12 +1094,12 @@ const cli_command cli_cmd_tune = {
              "                      [--fix K=V,...] [--allow K=V,V,...] [--max K=V,...] [OPTIONS]",
     .about = "Enumerates every combination of tp, cp, pp, vpp, ep, etp, micro-batch size,\n"
              "recompute (none, selective, full, and full for the fewest layers that fit),\n"
-             "distributed optimizer, precision, schedule family and (MoE) all-to-all\n"
-             "that the constraints leave, rejects what cannot run by cheap checks (counted per\n"
-             "reason), simulates every other candidate with the estimate (a bound skips only\n"
-             "what provably cannot rank), and prints the fastest configurations that fit with\n"
-             "the estimate command of each, the Pareto front of step time against peak memory\n"
-             "and the rejections (docs/tune.md).",
+             "distributed optimizer, precision, schedule family, interleaved group size and\n"
+             "(MoE) all-to-all that the constraints leave, rejects what cannot run by cheap\n"
+             "checks (counted per reason), simulates every other candidate with the estimate\n"
+             "(a bound skips only what provably cannot rank), and prints the fastest\n"
+             "configurations that fit with the estimate command of each, the Pareto front of\n"
+             "step time against peak memory and the rejections (docs/tune.md).",
     .option_help = {{"json", "the ranking, the front, the rejections and the search's\n"
                              "figures as JSON"}},
     .run = tune_main,

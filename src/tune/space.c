@@ -37,6 +37,8 @@ static const char *const reason_text[PS__R_CHEAP] = {
     [PS__R_PP1] = "pp = 1: only 1f1b (no pipeline to schedule)",
     [PS__R_VPP] = "the schedule does not take this vpp (1f1b, zb-h1, zb-h2, dualpipe: 1; zb-v, "
                   "v-half, v-min, dualpipev: 2; interleaved: > 1)",
+    [PS__R_GROUP] = "group above 1 (a group size above pp): interleaved and adaptive with "
+                    "vpp > 1 only",
     [PS__R_HEADS] = "heads not divisible by tp",
     [PS__R_KV] = "kv_heads and tp: neither divides the other",
     [PS__R_EXPERTS] = "experts not divisible by ep",
@@ -50,7 +52,7 @@ static const char *const reason_text[PS__R_CHEAP] = {
     [PS__R_MICRO] = "micro-batches above the engine's limit",
     [PS__R_FAMILY_M] = "the schedule's conditions on pp and micro-batches (dualpipe: pp even, m "
                        "even, m >= 2pp; dualpipev: m >= 2pp; interleaved, adaptive with vpp > 1: "
-                       "m a multiple of pp, the default group size)",
+                       "m >= the group size G, m mod G 0 or >= pp)",
     [PS__R_MEMORY] = "weights, gradients, optimizer state and overhead alone exceed the memory",
     [PS__R_FIT_NONE] = "recompute fit: fits without recompute (the recompute none candidate)",
     [PS__R_FIT_FULL] = "recompute fit: only every layer recomputed can fit (the recompute full "
@@ -65,9 +67,9 @@ const char *ps__tune_reason_text(int reason)
 /* ---- names and words ----------------------------------------------------------------------- */
 
 static const char *const knob_names[PS_KNOBS] = {
-    "tp",        "cp",       "pp",    "ep",        "etp",
-    "vpp",       "schedule", "mbs",   "recompute", "distributed-optimizer",
-    "precision", "a2a",      "layout"};
+    "tp",        "cp",       "pp",     "ep",        "etp",
+    "vpp",       "schedule", "mbs",    "recompute", "distributed-optimizer",
+    "precision", "a2a",      "layout", "group"};
 
 const char *ps_tune_knob_name(int knob)
 {
@@ -197,6 +199,8 @@ void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_trai
     t->precision = k[PS_KNOB_PRECISION];
     t->a2a = k[PS_KNOB_A2A];
     t->layout = k[PS_KNOB_LAYOUT] ? "balanced" : NULL;
+    if (k[PS_KNOB_GROUP] > 1)
+        t->group_size = k[PS_KNOB_GROUP] * k[PS_KNOB_PP];
     int f = k[PS_KNOB_SCHEDULE];
     snprintf(t->schedule, sizeof t->schedule, "%s",
              f >= 0 && f < PS__TUNE_FAMILIES ? families[f].name : "");
@@ -297,6 +301,17 @@ static int candidates(const ps__space *s, int k, int allowed, int32_t *v, int32_
         break;
     case PS_KNOB_LAYOUT:
         v[0] = 0, v[1] = 1, *n = 2;
+        break;
+    case PS_KNOB_GROUP:
+        /* Megatron takes a group size G in [pp, m] with m mod G 0 or >= pp; m is a multiple of
+         * pp here, so the multiples of pp are the sizes that apply (docs/tune.md). 2 pp leaves
+         * pp forwards of slack for the transfers around the ring; more only adds memory. A
+         * knob doubles the candidates for a gain below 1%, so pp alone unless --allow names
+         * more. */
+        v[(*n)++] = 1;
+        if (allowed)
+            for (int32_t x = 2; x <= 64; x++)
+                v[(*n)++] = x;
         break;
     }
     return 0;
@@ -518,6 +533,9 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
     int rule = families[f].vpp;
     if ((rule > 0 && vpp != rule) || (rule < 0 && vpp < 2))
         return PS__R_VPP;
+    int32_t group = k[PS_KNOB_GROUP];
+    if (group > 1 && !((f == F_INTERLEAVED || f == F_ADAPTIVE) && vpp > 1))
+        return PS__R_GROUP;
     int32_t dp = (int32_t)(s->job.gpus / tpc);
     int32_t g = m->kv_heads > 0 ? m->kv_heads : m->heads;
     if (m->heads % tp)
@@ -547,7 +565,9 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
         return PS__R_MICRO;
     if ((f == F_DUALPIPE && (pp % 2 || micro % 2 || micro < 2 * pp)) ||
         (f == F_DUALPIPEV && micro < 2 * pp) ||
-        ((f == F_INTERLEAVED || f == F_ADAPTIVE) && vpp > 1 && (micro < pp || micro % pp)))
+        ((f == F_INTERLEAVED || f == F_ADAPTIVE) && vpp > 1 &&
+         (micro < (int64_t)group * pp ||
+          (micro % ((int64_t)group * pp) && micro % ((int64_t)group * pp) < pp))))
         return PS__R_FAMILY_M;
     out->dp = dp;
     out->micro = micro;
