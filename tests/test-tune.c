@@ -1045,6 +1045,137 @@ START_TEST(pareto3_hand)
 }
 END_TEST
 
+/* ---- known answers (docs/tune.md, "Known answers") ------------------------------------------ */
+
+/*
+ * The searches docs/tune.md reports next to the published runs, restricted with --fix where the
+ * whole space would take long, each asserting what the docs state: the first configuration's
+ * knobs and step time, and the rank of the published configuration (its first row: the
+ * search's best setting of the knobs the publication leaves open) with its step-time ratio
+ * to the first. These figures come from the cost model and the hardware presets: a change of
+ * either (a recalibration) can move them, and then this test fails on purpose, naming the
+ * case; re-run the command it names, update docs/tune.md's "Known answers" and this table
+ * together, and say why in the commit.
+ */
+typedef struct known_case {
+    const char *what, *model, *hw;
+    int32_t gpus;
+    int64_t gbs;
+    int32_t seq;
+    const char *fix, *allow; /* "knob=value,..." (one value each), or NULL */
+    const char *best;        /* knobs of the first row */
+    double best_step;        /* its step time (s), within 1% */
+    const char *published;   /* knobs of the published configuration */
+    int published_rl;        /* its recompute_layers (recompute fit), -1: not checked */
+    int rank;                /* its rank (1 = first), exact */
+    double ratio;            /* its step over the first's, within 0.5% */
+} known_case;
+
+static const known_case known_cases[] = {
+    {"llama3-70b, 64 h100-sxm, bf16 (Megatron-Bridge tp4 pp4 cp2 vpp5)", "llama3-70b", "h100-sxm",
+     64, 128, 8192, NULL, NULL, "tp=2,cp=8,pp=4,vpp=20,schedule=interleaved,mbs=1,recompute=none",
+     13.9854, "tp=4,cp=2,pp=4,vpp=5,schedule=interleaved", -1, 51, 1.05109},
+    {"llama3-70b, 64 h100-sxm, bf16 within tp4 pp4 cp2", "llama3-70b", "h100-sxm", 64, 128, 8192,
+     "tp=4,cp=2,pp=4", NULL, "vpp=20,schedule=interleaved,mbs=1,recompute=none", 14.6231,
+     "vpp=5,schedule=interleaved", -1, 6, 1.00525},
+    {"llama3-70b, 64 h100-sxm, fp8 within tp4 pp8 cp1 (Megatron-Bridge's FP8 vpp5)", "llama3-70b",
+     "h100-sxm", 64, 128, 8192, "tp=4,pp=8,cp=1", "precision=fp8",
+     "vpp=2,schedule=zb-v,mbs=1,recompute=none", 10.0598,
+     "vpp=5,schedule=interleaved,recompute=fit", 1, 22, 1.17492},
+    {"deepseek-v3, 1024 h100-sxm, gbs 7680, within tp1 pp16 cp1 (DeepSeek's DualPipe ep64)",
+     "deepseek-v3", "h100-sxm", 1024, 7680, 4096, "tp=1,pp=16,cp=1", NULL,
+     "vpp=2,schedule=zb-v,ep=1,etp=8,a2a=hierarchical,recompute=full,layout=balanced", 22.6645,
+     "schedule=dualpipe,ep=64", -1, 364, 1.30346},
+    {"pangu-ultra-moe-718b, 6144 ascend-910b, within tp8 pp16 cp1 (Huawei's vpp2 ep32 adaptive)",
+     "pangu-ultra-moe-718b", "ascend-910b", 6144, 1536, 8192, "pp=16,tp=8,cp=1", NULL,
+     "vpp=2,schedule=zb-v,ep=2,etp=8,a2a=hierarchical,recompute=none,layout=balanced", 6.2336,
+     "vpp=2,schedule=adaptive,ep=32", -1, 8, 1.04158},
+    {"pangu-ultra-moe-718b, the same with expert tp 1", "pangu-ultra-moe-718b", "ascend-910b", 6144,
+     1536, 8192, "pp=16,tp=8,cp=1", NULL,
+     "vpp=2,schedule=zb-v,ep=2,etp=8,a2a=hierarchical,recompute=none,layout=balanced", 6.2336,
+     "vpp=2,schedule=adaptive,ep=32,etp=1", -1, 366, 1.31266},
+};
+
+/* Parses "knob=value,..." (one value per knob) into knob[], val[]: the count. */
+static int known_spec(const char *spec, int *knob, int32_t *val)
+{
+    char buf[256];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *save = NULL;
+    for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save), n++) {
+        char *eq = strchr(w, '=');
+        ck_assert_msg(eq != NULL, "bad spec %s", spec);
+        *eq = 0;
+        knob[n] = ps_tune_knob_lookup(w);
+        ck_assert_msg(knob[n] >= 0, "unknown knob %s", w);
+        ck_assert_msg(ps_tune_value_parse(knob[n], eq + 1, &val[n]) == 0, "bad value %s", eq + 1);
+    }
+    return n;
+}
+
+static int known_match(const ps_tune_row *r, const char *spec)
+{
+    int knob[PS_KNOBS];
+    int32_t val[PS_KNOBS];
+    int n = known_spec(spec, knob, val);
+    for (int i = 0; i < n; i++)
+        if (r->config.knob[knob[i]] != val[i])
+            return 0;
+    return 1;
+}
+
+START_TEST(known_answers)
+{
+    const known_case *c = &known_cases[_i];
+    ps_transformer m;
+    ps_hardware hw;
+    ck_assert_int_eq(ps_transformer_builtin(c->model, &m), 0);
+    ck_assert_int_eq(ps_hardware_builtin(c->hw, &hw), 0);
+    ps_tune *t;
+    ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+    int knob[PS_KNOBS];
+    int32_t val[PS_KNOBS];
+    const char *specs[] = {c->fix, c->allow};
+    for (int s = 0; s < 2; s++)
+        for (int i = 0, n = specs[s] ? known_spec(specs[s], knob, val) : 0; i < n; i++)
+            ck_assert_int_eq(ps_tune_allow(t, knob[i], &val[i], 1), 0);
+    ps_tune_job j;
+    ps_tune_job_init(&j);
+    j.gpus = c->gpus, j.gbs = c->gbs, j.seq = c->seq, j.top_k = 400;
+    int rc = ps_tune_run(t, &m, &hw, &j);
+    ck_assert_msg(rc == 0, "%s: %s", c->what, ps_tune_last_error(t));
+    ps_tune_row best, r;
+    ck_assert_int_eq(ps_tune_top(t, 0, &best), 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "pipesched tune --model %s --hardware %s --gpus %d --gbs %lld --seq %d%s%s%s%s "
+             "--top %d",
+             c->model, c->hw, c->gpus, (long long)c->gbs, c->seq, c->fix ? " --fix " : "",
+             c->fix ? c->fix : "", c->allow ? " --allow " : "", c->allow ? c->allow : "",
+             c->rank + 5);
+    const char *redo = "the known answer moved: re-check docs/tune.md (\"Known answers\") with";
+    ck_assert_msg(known_match(&best, c->best) &&
+                      fabs(best.result.step_time_s / c->best_step - 1) <= 0.01,
+                  "%s: the first is not %s at %g s (it takes %.4f s); %s %s", c->what, c->best,
+                  c->best_step, best.result.step_time_s, redo, cmd);
+    int rank = 0;
+    for (size_t i = 0; i < ps_tune_top_count(t) && !rank; i++) {
+        ck_assert_int_eq(ps_tune_top(t, i, &r), 0);
+        if (known_match(&r, c->published))
+            rank = (int)i + 1;
+    }
+    double ratio = rank ? r.result.step_time_s / best.result.step_time_s : 0;
+    ck_assert_msg(rank == c->rank && fabs(ratio / c->ratio - 1) <= 0.005 &&
+                      (c->published_rl < 0 || r.config.recompute_layers == c->published_rl),
+                  "%s: %s ranks %d at %.5f x the first (recompute layers %d), documented %d at "
+                  "%.5f x; %s %s",
+                  c->what, c->published, rank, ratio, rank ? r.config.recompute_layers : -1,
+                  c->rank, c->ratio, redo, cmd);
+    ps_tune_free(t);
+}
+END_TEST
+
 static Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -1067,6 +1198,11 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, parts_shared_bound);
     tcase_add_test(tc, parts_pack_errors);
     suite_add_tcase(s, tc);
+    /* About 3 CPU s in all (bench/README.md has the search's speed). */
+    TCase *known = tcase_create("known");
+    tcase_set_timeout(known, 300);
+    tcase_add_loop_test(known, known_answers, 0, (int)(sizeof known_cases / sizeof known_cases[0]));
+    suite_add_tcase(s, known);
     return s;
 }
 
