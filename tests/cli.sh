@@ -713,6 +713,19 @@ step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^
 # shellcheck disable=SC2086
 expect 0 "tune's fit command" -- "$bin" $cmd --json
 contains "$tmp/out" "\"step_time_s\":$step," "tune's fit command reproduces the step time $step"
+# Layout auto (--allow): the automatic partition ranks first here and its command reproduces it.
+expect 0 "tune --allow layout=balanced,auto" -- "$bin" tune --model pangu-ultra-moe-718b \
+    --hardware ascend-910b --gpus 6144 --gbs 1536 --seq 8192 --top 1 --json \
+    --allow layout=balanced,auto --fix pp=16,tp=8,cp=1,vpp=2,ep=2,etp=8,a2a=hierarchical,\
+schedule=zb-v,recompute=none,mbs=1,distributed-optimizer=on
+contains "$tmp/out" '"layout":"auto"' "tune ranks layout auto first here"
+contains "$tmp/out" "--layout auto" "tune's command sets the layout"
+cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
+    head -1)
+step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' | head -1)
+# shellcheck disable=SC2086
+expect 0 "tune's auto command" -- "$bin" $cmd --json
+contains "$tmp/out" "\"step_time_s\":$step," "tune's auto command reproduces the step time $step"
 # Group 2 (a group of 2 pp): the row's command passes --group-size and reproduces its step.
 expect 0 "tune --allow group=1,2" -- "$bin" tune --model llama3-70b --hardware h100-sxm \
     --gpus 1024 --gbs 1024 --seq 8192 --top 1 --json --allow group=1,2 \

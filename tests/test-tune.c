@@ -133,6 +133,9 @@ static int32_t brute_fit(ps_estimate *e, const ps_transformer *m, const ps_hardw
     return found;
 }
 
+/* The layouts the brute force tries: 2 (even, balanced), or 3 with auto (--allow layout=auto). */
+static int brute_layouts = 2;
+
 /* The documented lists (docs/tune.md, "The space") with group 1 and 2 (--allow group=1,2),
  * written out here, and the documented
  * structural rules: pp = 1 runs 1f1b with vpp 1; 1f1b, zb-h1, zb-h2, dualpipe take vpp 1;
@@ -168,7 +171,7 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                     for (int rec = 0; rec < 4; rec++)
                                         for (int dist = 0; dist < 2; dist++)
                                             for (int a2a = moe ? 1 : 0; a2a <= (moe ? 2 : 0); a2a++)
-                                                for (int lay = 0; lay < 2; lay++)
+                                                for (int lay = 0; lay < brute_layouts; lay++)
                                                     for (int grp = 1; grp <= 2; grp++) {
                                                         if (!divides(GPUS, tp) ||
                                                             !divides(GPUS, cp) ||
@@ -192,8 +195,11 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                                         /* The even split, or balanced where it
                                                          * differs and every stage has a layer. */
                                                         int split = m->layers % (pp * vpp) != 0;
-                                                        if (lay != split || m->layers < pp * vpp)
+                                                        if (lay < 2 &&
+                                                            (lay != split || m->layers < pp * vpp))
                                                             continue;
+                                                        if (lay == 2 && rec == 3)
+                                                            continue; /* fit and auto: refused */
                                                         ps_train t;
                                                         ps_train_init(&t);
                                                         t.gpus = GPUS, t.gbs = GBS, t.seq = SEQ;
@@ -202,7 +208,9 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                                         t.recompute = rec,
                                                         t.distributed_optimizer = dist, t.a2a = a2a;
                                                         strcpy(t.schedule, fam[f]);
-                                                        t.layout = lay ? "balanced" : NULL;
+                                                        t.layout = lay == 2 ? "auto"
+                                                                   : lay    ? "balanced"
+                                                                            : NULL;
                                                         t.group_size = grp > 1 ? grp * pp : 0;
                                                         int32_t rl = 0;
                                                         if (rec == 3 &&
@@ -221,11 +229,13 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                                         ck_assert_int_eq(
                                                             ps_estimate_result_get(e, &r), 0);
                                                         ck_assert_msg(
-                                                            elb.step_s <=
-                                                                    r.step_time_s * (1 + 1e-12) &&
-                                                                elb.mem_exact &&
-                                                                elb.mem_gib == r.peak_gib &&
-                                                                elb.peak_rank == r.peak_rank,
+                                                            lay == 2 ||
+                                                                /* auto: no bound */ (
+                                                                    elb.step_s <= r.step_time_s *
+                                                                                      (1 + 1e-12) &&
+                                                                    elb.mem_exact &&
+                                                                    elb.mem_gib == r.peak_gib &&
+                                                                    elb.peak_rank == r.peak_rank),
                                                             "%s %s tp%d pp%d vpp%d: bound %g s, "
                                                             "memory %.17g GiB; run %g s, "
                                                             "%.17g GiB",
@@ -250,8 +260,11 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                                                        rm.optimizer + rm.overhead;
                                                             worst = s > worst ? s : worst;
                                                         }
+                                                        /* auto: the mean over the ranks. */
                                                         ck_assert_msg(
-                                                            fabs(gib - worst) <= 1e-9 * worst,
+                                                            lay == 2
+                                                                ? gib <= worst * (1 + 1e-12)
+                                                                : fabs(gib - worst) <= 1e-9 * worst,
                                                             "%s %s tp%d pp%d vpp%d: bound %.12g, "
                                                             "estimate %.12g",
                                                             m->name, fam[f], tp, pp, vpp, gib,
@@ -292,8 +305,10 @@ static ps_tune *tune_ok(const ps_transformer *m, const ps_hardware *hw, const ps
 {
     ps_tune *t;
     ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
-    static const int32_t groups[] = {1, 2};
+    static const int32_t groups[] = {1, 2}, layouts[] = {0, 1, 2};
     ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_GROUP, groups, 2), 0);
+    if (brute_layouts == 3)
+        ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_LAYOUT, layouts, 3), 0);
     int rc = ps_tune_run(t, m, hw, j);
     ck_assert_msg(rc == 0, "tune: %d %s", rc, ps_tune_last_error(t));
     return t;
@@ -329,6 +344,10 @@ static void against_brute(const ps_transformer *m, double hbm_gib, size_t min_fi
     for (size_t i = 0; i < n; i++)
         groups += b[i].knob[PS_KNOB_GROUP] == 2;
     ck_assert_msg(groups > 0, "%s: no configuration of group 2 fits", m->name);
+    size_t autos = 0; /* with auto: some rank among the top 10 compared below */
+    for (size_t i = 0; i < 10 && i < n; i++)
+        autos += b[i].knob[PS_KNOB_LAYOUT] == 2;
+    ck_assert_msg(brute_layouts < 3 || autos > 0, "%s: no layout auto in the top 10", m->name);
     ps_tune *t = tune_ok(m, &hw, &j);
     ps_tune_stats st;
     ck_assert_int_eq(ps_tune_stats_get(t, &st), 0);
@@ -414,6 +433,17 @@ START_TEST(brute_recompute_fit)
     against_brute(&m, 1.5, 5);
     fit_only(&g, 1.5);
     fit_only(&m, 1.5);
+}
+END_TEST
+
+/* Layout auto (--allow layout=even,balanced,auto): the estimate's automatic partition, with
+ * the mean static memory as its cheap bound; pruning on. */
+START_TEST(brute_layout_auto)
+{
+    ps_transformer g = gqa_model();
+    brute_layouts = 3;
+    against_brute(&g, 4.0, 0);
+    brute_layouts = 2;
 }
 END_TEST
 
@@ -1184,6 +1214,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, brute_dense);
     tcase_add_test(tc, brute_gqa);
     tcase_add_test(tc, brute_recompute_fit);
+    tcase_add_test(tc, brute_layout_auto);
     tcase_add_test(tc, brute_moe);
     tcase_add_test(tc, threads_same);
     tcase_add_test(tc, prune_same);

@@ -50,7 +50,8 @@ typedef enum ps_tune_knob {
     PS_KNOB_DISTOPT,   /* 0 or 1: the distributed optimizer */
     PS_KNOB_PRECISION, /* a ps_precision */
     PS_KNOB_A2A,       /* a ps_a2a: flat or hierarchical for a MoE model, auto for a dense one */
-    PS_KNOB_LAYOUT,    /* 0: Megatron's even split; 1: "balanced" (ps_layout_balanced_count) */
+    PS_KNOB_LAYOUT,    /* 0: Megatron's even split; 1: "balanced" (ps_layout_balanced_count);
+                          2: "auto" (the automatic partition; only when allowed) */
     PS_KNOB_GROUP,     /* interleaved/adaptive with vpp > 1: micro-batch group size in multiples
                           of pp (ps_train.group_size = value x pp; 1 = Megatron's default) */
     PS_KNOBS
@@ -109,15 +110,15 @@ PS_EXTERN int ps_tune_knob_lookup(const char *name);
 PS_EXTERN const char *ps_tune_family_name(size_t i);
 /* A knob's value from a word: numbers for the sizes; a family name or alias (schedule);
  * none/selective/full/fit; 0/1/off/on/false/true (distributed optimizer); bf16/fp8;
- * auto/flat/hierarchical; even/balanced (layout). 0 or PS_ECONFIG. */
+ * auto/flat/hierarchical; even/balanced/auto (layout). 0 or PS_ECONFIG. */
 PS_EXTERN int ps_tune_value_parse(int knob, const char *word, int32_t *out);
 /* The word of a value (the family's name, "full", "fp8", ...; the number for the sizes) into
  * buf: its length, or PS_EINVAL. */
 PS_EXTERN int ps_tune_value_name(int knob, int32_t value, char *buf, size_t cap);
 
 /* The train of a configuration: ps_train_init's defaults, the job's gpus, gpus_per_node, gbs
- * and seq, and the knobs. schedule and a2a as their words; layout NULL (even) or "balanced"
- * (a static string); recompute "fit" as full recompute of c->recompute_layers layers; group
+ * and seq, and the knobs. schedule and a2a as their words; layout NULL (even), "balanced" or
+ * "auto" (static strings); recompute "fit" as full recompute of c->recompute_layers layers; group
  * k > 1 as group_size k x pp. */
 PS_EXTERN void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_train *out);
 

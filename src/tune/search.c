@@ -474,6 +474,8 @@ static int evaluate(worker *w, uint64_t idx)
     }
     if (lb.step_s < ch.step_lb_s)
         lb.step_s = ch.step_lb_s; /* both are lower bounds */
+    if (!lb.mem_exact && lb.mem_gib < ch.static_gib)
+        lb.mem_gib = ch.static_gib; /* layout auto: no exact peak, the static part bounds it */
     /* The bound sums the durations in another order than the simulation, so it may exceed a
      * step it equals by a few ulps: pruning compares it less a margin far above rounding, so
      * that a tie with a found configuration never prunes a point of the front. */

@@ -54,6 +54,7 @@ static const char *const reason_text[PS__R_CHEAP] = {
                        "even, m >= 2pp; dualpipev: m >= 2pp; interleaved, adaptive with vpp > 1: "
                        "m >= the group size G, m mod G 0 or >= pp)",
     [PS__R_MEMORY] = "weights, gradients, optimizer state and overhead alone exceed the memory",
+    [PS__R_FIT_AUTO] = "recompute fit with layout auto (the split depends on the recompute)",
     [PS__R_FIT_NONE] = "recompute fit: fits without recompute (the recompute none candidate)",
     [PS__R_FIT_FULL] = "recompute fit: only every layer recomputed can fit (the recompute full "
                        "candidate)",
@@ -96,7 +97,7 @@ const char *ps_tune_family_name(size_t i)
 static const char *const recompute_words[] = {"none", "selective", "full", "fit"};
 static const char *const precision_words[] = {"bf16", "fp8"};
 static const char *const a2a_words[] = {"auto", "flat", "hierarchical"};
-static const char *const layout_words[] = {"even", "balanced"};
+static const char *const layout_words[] = {"even", "balanced", "auto"};
 
 static int word_index(const char *const *words, int n, const char *w)
 {
@@ -131,7 +132,7 @@ int ps_tune_value_parse(int knob, const char *word, int32_t *out)
         i = word_index(a2a_words, 3, word);
         break;
     case PS_KNOB_LAYOUT:
-        i = word_index(layout_words, 2, word);
+        i = word_index(layout_words, 3, word);
         break;
     case PS_KNOB_DISTOPT: {
         static const char *const words[] = {"0", "off", "false", "no", "1", "on", "true", "yes"};
@@ -171,7 +172,7 @@ int ps_tune_value_name(int knob, int32_t v, char *buf, size_t cap)
         w = precision_words[v];
     else if (knob == PS_KNOB_A2A && v >= 0 && v < 3)
         w = a2a_words[v];
-    else if (knob == PS_KNOB_LAYOUT && v >= 0 && v < 2)
+    else if (knob == PS_KNOB_LAYOUT && v >= 0 && v < 3)
         w = layout_words[v];
     else if (knob == PS_KNOB_DISTOPT)
         w = v ? "on" : "off";
@@ -198,7 +199,7 @@ void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_trai
     t->distributed_optimizer = k[PS_KNOB_DISTOPT];
     t->precision = k[PS_KNOB_PRECISION];
     t->a2a = k[PS_KNOB_A2A];
-    t->layout = k[PS_KNOB_LAYOUT] ? "balanced" : NULL;
+    t->layout = k[PS_KNOB_LAYOUT] == 2 ? "auto" : k[PS_KNOB_LAYOUT] ? "balanced" : NULL;
     if (k[PS_KNOB_GROUP] > 1)
         t->group_size = k[PS_KNOB_GROUP] * k[PS_KNOB_PP];
     int f = k[PS_KNOB_SCHEDULE];
@@ -300,7 +301,11 @@ static int candidates(const ps__space *s, int k, int allowed, int32_t *v, int32_
             v[(*n)++] = PS_A2A_AUTO;
         break;
     case PS_KNOB_LAYOUT:
+        /* "auto" (the estimate's automatic partition) only when --allow names it: it simulates
+         * several splits per candidate and has no exact memory or step bound (docs/tune.md). */
         v[0] = 0, v[1] = 1, *n = 2;
+        if (allowed)
+            v[(*n)++] = 2;
         break;
     case PS_KNOB_GROUP:
         /* Megatron takes a group size G in [pp, m] with m mod G 0 or >= pp; m is a multiple of
@@ -477,7 +482,7 @@ void ps__space_bounds(const ps__space *s, const ps_tune_config *c, int32_t dp, d
     double tp = k[PS_KNOB_TP], etp = k[PS_KNOB_ETP] > 0 ? k[PS_KNOB_ETP] : tp;
     double dd = (double)dp * k[PS_KNOB_CP], edp = dd * tp / (k[PS_KNOB_EP] * etp);
     int dist = k[PS_KNOB_DISTOPT];
-    double worst = 0.0, opt_sum = 0.0;
+    double worst = 0.0, sum = 0.0, opt_sum = 0.0;
     for (int32_t r = 0; r < pp; r++) {
         int32_t st[PS_MAX_VPP];
         int32_t n = 0;
@@ -500,9 +505,13 @@ void ps__space_bounds(const ps__space *s, const ps_tune_config *c, int32_t dp, d
         double gib = (6.0 * p + 12.0 * held) / GIB + hw->overhead_gib;
         if (gib > worst)
             worst = gib;
+        sum += gib;
         opt_sum += 16.0 * held / (hw->hbm_gbps * 1e9 * hw->mem_eff);
     }
-    *static_gib = worst;
+    /* Layout auto chooses the split: the largest rank holds at least the mean, which no split
+     * changes (each rank's figure is linear in its parameters, and the stages' ranks and the
+     * embedding's place do not depend on the split). */
+    *static_gib = k[PS_KNOB_LAYOUT] == 2 ? sum / pp : worst;
     /* Every device's compute is at least its share of the model FLOPs at the fastest rate any
      * of its kernels reaches (a GEMM at the precision's peak times gemm_eff, the attention core
      * at the BF16 peak times attn_eff; the shape efficiency and everything memory-bound only
@@ -554,8 +563,10 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
     int64_t nst = (int64_t)pp * vpp;
     if (!k[PS_KNOB_LAYOUT] && m->layers % nst)
         return PS__R_LAYERS;
-    if (k[PS_KNOB_LAYOUT] && (m->layers % nst == 0 || m->layers < nst))
+    if (k[PS_KNOB_LAYOUT] == 1 && (m->layers % nst == 0 || m->layers < nst))
         return PS__R_BALANCED;
+    if (k[PS_KNOB_LAYOUT] == 2 && k[PS_KNOB_RECOMPUTE] == PS_TUNE_RECOMPUTE_FIT)
+        return PS__R_FIT_AUTO;
     if ((int64_t)pp * vpp * copies > PS_MAX_STAGES)
         return PS__R_STAGES;
     if (s->job.gbs % ((int64_t)dp * mbs))

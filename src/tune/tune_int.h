@@ -33,6 +33,7 @@ enum {
     PS__R_SEQ,      /* seq % 2cp */
     PS__R_LAYERS,   /* layers % (pp.vpp) */
     PS__R_BALANCED, /* balanced: the even split, or fewer layers than stages */
+    PS__R_FIT_AUTO, /* recompute fit with layout auto */
     PS__R_STAGES,   /* stages above PS_MAX_STAGES */
     PS__R_BATCH,    /* gbs % (dp.mbs) */
     PS__R_MICRO,    /* micro-batches above PS_MAX_MICROBATCHES */
