@@ -130,6 +130,22 @@ class Tune(unittest.TestCase):
             self.assertEqual(t.stats[key], out["search"][key])
         self.assertTrue(all(r.knobs["schedule"] in ("1f1b", "zb-v") for r in t.top))
 
+    def test_tune_recompute_fit(self):
+        """A recompute fit row carries its layer count, as the CLI's JSON does."""
+        fix = "tp=4,pp=8,vpp=5,cp=1,mbs=1,schedule=interleaved,recompute=fit"
+        out = json.loads(cli("tune", "--model", "llama3-70b", "--hardware", "h100-sxm",
+                             "--gpus", 64, "--gbs", 128, "--seq", 8192, "--top", 2,
+                             "--allow", "precision=fp8", "--fix", fix, "--json"))
+        t = pipesched.tune("llama3-70b", "h100-sxm", gpus=64, gbs=128, seq=8192, top=2,
+                           allow={"precision": "fp8"},
+                           fix=dict(kv.split("=") for kv in fix.split(",")))
+        self.assertEqual(len(t.top), len(out["top"]))
+        for mine, theirs in zip(t.top, out["top"]):
+            self.assertEqual(mine.knobs["recompute"], "fit")
+            self.assertEqual(mine.recompute_layers, theirs["recompute_layers"])
+            self.assertGreater(mine.recompute_layers, 0)
+            self.assertEqual(mine.step_time_s, theirs["step_time_s"])
+
     def test_tune_errors(self):
         with self.assertRaises(pipesched.Error) as e:
             pipesched.tune("llama3-8b", "h100-sxm", gpus=8, gbs=16, seq=4096,
