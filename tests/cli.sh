@@ -726,6 +726,23 @@ step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^
 # shellcheck disable=SC2086
 expect 0 "tune's auto command" -- "$bin" $cmd --json
 contains "$tmp/out" "\"step_time_s\":$step," "tune's auto command reproduces the step time $step"
+# Adaptive's options (--allow): the row's command passes them and reproduces its step.
+expect 0 "tune --allow warmup,split-backward" -- "$bin" tune --model llama3-70b \
+    --hardware h100-sxm --gpus 64 --gbs 128 --seq 8192 --top 1 --json \
+    --allow warmup=1,2,4,split-backward=off,on \
+    --fix tp=4,cp=2,pp=4,vpp=5,mbs=1,schedule=adaptive,recompute=none,distributed-optimizer=on
+contains "$tmp/out" '"split-backward":true' "tune ranks split backward first here"
+contains "$tmp/out" "--split-backward" "tune's command splits the backward"
+cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
+    head -1)
+step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' | head -1)
+# shellcheck disable=SC2086
+expect 0 "tune's adaptive command" -- "$bin" $cmd --json
+contains "$tmp/out" "\"step_time_s\":$step," "tune's adaptive command reproduces the step time $step"
+expect 2 "estimate --extra-warmup 0" -- "$bin" estimate --model llama3-70b --hardware h100-sxm \
+    --gpus 64 --gbs 128 --seq 8192 --tp 4 --cp 2 --pp 4 --vpp 5 --schedule adaptive \
+    --mbs 1 --extra-warmup 0
+contains "$tmp/err" "--extra-warmup must be >= 1" "estimate refuses --extra-warmup 0"
 # Group 2 (a group of 2 pp): the row's command passes --group-size and reproduces its step.
 expect 0 "tune --allow group=1,2" -- "$bin" tune --model llama3-70b --hardware h100-sxm \
     --gpus 1024 --gbs 1024 --seq 8192 --top 1 --json --allow group=1,2 \

@@ -529,7 +529,7 @@ START_TEST(estcfg_doc_train_keys_load)
         }
         ck_assert_msg(ok, "the documented key %s does not load", key);
     }
-    ck_assert_uint_eq(rows, 25); /* every field of ps_train */
+    ck_assert_uint_eq(rows, 27); /* every field of ps_train */
     free(t.s);
 }
 END_TEST

@@ -135,6 +135,8 @@ static int32_t brute_fit(ps_estimate *e, const ps_transformer *m, const ps_hardw
 
 /* The layouts the brute force tries: 2 (even, balanced), or 3 with auto (--allow layout=auto). */
 static int brute_layouts = 2;
+/* 1: also adaptive's warmup 2 and split backward (--allow warmup=1,2,split-backward=off,on). */
+static int brute_adaptive = 0;
 
 /* The documented lists (docs/tune.md, "The space") with group 1 and 2 (--allow group=1,2),
  * written out here, and the documented
@@ -172,118 +174,156 @@ static brute_row *brute_force(const ps_transformer *m, const ps_hardware *hw,
                                         for (int dist = 0; dist < 2; dist++)
                                             for (int a2a = moe ? 1 : 0; a2a <= (moe ? 2 : 0); a2a++)
                                                 for (int lay = 0; lay < brute_layouts; lay++)
-                                                    for (int grp = 1; grp <= 2; grp++) {
-                                                        if (!divides(GPUS, tp) ||
-                                                            !divides(GPUS, cp) ||
-                                                            !divides(GPUS, pp) ||
-                                                            (moe && !divides(m->experts, ep)) ||
-                                                            (moe && !divides(GPUS, etp)) ||
-                                                            (vpp > 1 && !divides(m->layers, vpp)) ||
-                                                            !divides(GBS, mbs))
-                                                            continue; /* not in the lists */
-                                                        order++;
-                                                        if (pp == 1 && (f != 0 || vpp != 1))
-                                                            continue;
-                                                        if ((fam_vpp[f] > 0 && vpp != fam_vpp[f]) ||
-                                                            (fam_vpp[f] < 0 && vpp < 2))
-                                                            continue;
-                                                        /* A group of 2 pp: interleaved and adaptive
-                                                         * with vpp > 1 only. */
-                                                        if (grp > 1 &&
-                                                            !((f == 1 || f == 9) && vpp > 1))
-                                                            continue;
-                                                        /* The even split, or balanced where it
-                                                         * differs and every stage has a layer. */
-                                                        int split = m->layers % (pp * vpp) != 0;
-                                                        if (lay < 2 &&
-                                                            (lay != split || m->layers < pp * vpp))
-                                                            continue;
-                                                        if (lay == 2 && rec == 3)
-                                                            continue; /* fit and auto: refused */
-                                                        ps_train t;
-                                                        ps_train_init(&t);
-                                                        t.gpus = GPUS, t.gbs = GBS, t.seq = SEQ;
-                                                        t.tp = tp, t.cp = cp, t.pp = pp, t.ep = ep,
-                                                        t.etp = etp, t.vpp = vpp, t.mbs = mbs;
-                                                        t.recompute = rec,
-                                                        t.distributed_optimizer = dist, t.a2a = a2a;
-                                                        strcpy(t.schedule, fam[f]);
-                                                        t.layout = lay == 2 ? "auto"
-                                                                   : lay    ? "balanced"
-                                                                            : NULL;
-                                                        t.group_size = grp > 1 ? grp * pp : 0;
-                                                        int32_t rl = 0;
-                                                        if (rec == 3 &&
-                                                            !(rl = brute_fit(e, m, hw, &t, limit)))
-                                                            continue;
-                                                        /* The strong bounds first, on the same
-                                                         * handle: the run after them must not
-                                                         * notice. */
-                                                        ps__estimate_lb elb;
-                                                        int brc = ps__estimate_bound(e, m, hw, &t,
-                                                                                     1, &elb);
-                                                        if (ps_estimate_run(e, m, hw, &t))
-                                                            continue;
-                                                        ck_assert_int_eq(brc, 0);
-                                                        ps_estimate_result r;
-                                                        ck_assert_int_eq(
-                                                            ps_estimate_result_get(e, &r), 0);
-                                                        ck_assert_msg(
-                                                            lay == 2 ||
-                                                                /* auto: no bound */ (
-                                                                    elb.step_s <= r.step_time_s *
-                                                                                      (1 + 1e-12) &&
-                                                                    elb.mem_exact &&
-                                                                    elb.mem_gib == r.peak_gib &&
-                                                                    elb.peak_rank == r.peak_rank),
-                                                            "%s %s tp%d pp%d vpp%d: bound %g s, "
-                                                            "memory %.17g GiB; run %g s, "
-                                                            "%.17g GiB",
-                                                            m->name, fam[f], tp, pp, vpp,
-                                                            elb.step_s, elb.mem_gib, r.step_time_s,
-                                                            r.peak_gib);
-                                                        /* The bounds: the static memory is the
-                                                         * estimate's own, the step bound below it.
-                                                         */
-                                                        ps_tune_config c = {{tp, cp, pp, ep, etp,
-                                                                             vpp, f, mbs, rec, dist,
-                                                                             0, a2a, lay, grp},
-                                                                            rl};
-                                                        double gib, lb, worst = 0;
-                                                        ps__space_bounds(&sp, &c, r.dp, &gib, &lb);
-                                                        for (int rk = 0; rk < pp; rk++) {
-                                                            ps_rank_memory rm;
-                                                            ck_assert_int_eq(
-                                                                ps_estimate_rank_memory(e, rk, &rm),
-                                                                0);
-                                                            double s = rm.weights + rm.grads +
-                                                                       rm.optimizer + rm.overhead;
-                                                            worst = s > worst ? s : worst;
-                                                        }
-                                                        /* auto: the mean over the ranks. */
-                                                        ck_assert_msg(
-                                                            lay == 2
-                                                                ? gib <= worst * (1 + 1e-12)
-                                                                : fabs(gib - worst) <= 1e-9 * worst,
-                                                            "%s %s tp%d pp%d vpp%d: bound %.12g, "
-                                                            "estimate %.12g",
-                                                            m->name, fam[f], tp, pp, vpp, gib,
-                                                            worst);
-                                                        ck_assert_msg(
-                                                            lb <= r.step_time_s,
-                                                            "step bound %g above the step %g", lb,
-                                                            r.step_time_s);
-                                                        if (r.peak_gib > limit)
-                                                            continue;
-                                                        if (n == cap)
-                                                            rows = realloc(rows, (cap *= 2) *
-                                                                                     sizeof *rows);
-                                                        brute_row *b = &rows[n++];
-                                                        memcpy(b->knob, c.knob, sizeof b->knob);
-                                                        b->rl = rl;
-                                                        b->step = r.step_time_s,
-                                                        b->peak = r.peak_gib, b->order = order;
-                                                    }
+                                                    for (int grp = 1; grp <= 2; grp++)
+                                                        for (int wu = 1; wu <= 1 + brute_adaptive;
+                                                             wu++)
+                                                            for (int sb = 0; sb <= brute_adaptive;
+                                                                 sb++) {
+                                                                if (!divides(GPUS, tp) ||
+                                                                    !divides(GPUS, cp) ||
+                                                                    !divides(GPUS, pp) ||
+                                                                    (moe &&
+                                                                     !divides(m->experts, ep)) ||
+                                                                    (moe && !divides(GPUS, etp)) ||
+                                                                    (vpp > 1 &&
+                                                                     !divides(m->layers, vpp)) ||
+                                                                    !divides(GBS, mbs))
+                                                                    continue; /* not in the lists */
+                                                                order++;
+                                                                if (pp == 1 && (f != 0 || vpp != 1))
+                                                                    continue;
+                                                                if ((fam_vpp[f] > 0 &&
+                                                                     vpp != fam_vpp[f]) ||
+                                                                    (fam_vpp[f] < 0 && vpp < 2))
+                                                                    continue;
+                                                                /* A group of 2 pp: interleaved and
+                                                                 * adaptive with vpp > 1 only. */
+                                                                if (grp > 1 &&
+                                                                    !((f == 1 || f == 9) &&
+                                                                      vpp > 1))
+                                                                    continue;
+                                                                /* warmup 2, split backward:
+                                                                 * adaptive. */
+                                                                if ((wu > 1 || sb) && f != 9)
+                                                                    continue;
+                                                                /* The even split, or balanced where
+                                                                 * it differs and every stage has a
+                                                                 * layer. */
+                                                                int split =
+                                                                    m->layers % (pp * vpp) != 0;
+                                                                if (lay < 2 &&
+                                                                    (lay != split ||
+                                                                     m->layers < pp * vpp))
+                                                                    continue;
+                                                                if (lay == 2 && rec == 3)
+                                                                    continue; /* fit and auto:
+                                                                                 refused */
+                                                                ps_train t;
+                                                                ps_train_init(&t);
+                                                                t.gpus = GPUS, t.gbs = GBS,
+                                                                t.seq = SEQ;
+                                                                t.tp = tp, t.cp = cp, t.pp = pp,
+                                                                t.ep = ep, t.etp = etp, t.vpp = vpp,
+                                                                t.mbs = mbs;
+                                                                t.recompute = rec,
+                                                                t.distributed_optimizer = dist,
+                                                                t.a2a = a2a;
+                                                                strcpy(t.schedule, fam[f]);
+                                                                t.layout = lay == 2 ? "auto"
+                                                                           : lay    ? "balanced"
+                                                                                    : NULL;
+                                                                t.group_size =
+                                                                    grp > 1 ? grp * pp : 0;
+                                                                t.extra_warmup = wu > 1 ? wu : 0;
+                                                                t.split_backward = sb;
+                                                                int32_t rl = 0;
+                                                                if (rec == 3 &&
+                                                                    !(rl = brute_fit(e, m, hw, &t,
+                                                                                     limit)))
+                                                                    continue;
+                                                                /* The strong bounds first, on the
+                                                                 * same handle: the run after them
+                                                                 * must not notice. */
+                                                                ps__estimate_lb elb;
+                                                                int brc = ps__estimate_bound(
+                                                                    e, m, hw, &t, 1, &elb);
+                                                                if (ps_estimate_run(e, m, hw, &t))
+                                                                    continue;
+                                                                ck_assert_int_eq(brc, 0);
+                                                                ps_estimate_result r;
+                                                                ck_assert_int_eq(
+                                                                    ps_estimate_result_get(e, &r),
+                                                                    0);
+                                                                ck_assert_msg(
+                                                                    lay == 2 ||
+                                                                        /* auto: no bound */ (
+                                                                            elb.step_s <=
+                                                                                r.step_time_s *
+                                                                                    (1 + 1e-12) &&
+                                                                            elb.mem_exact &&
+                                                                            elb.mem_gib ==
+                                                                                r.peak_gib &&
+                                                                            elb.peak_rank ==
+                                                                                r.peak_rank),
+                                                                    "%s %s tp%d pp%d vpp%d: bound "
+                                                                    "%g s, "
+                                                                    "memory %.17g GiB; run %g s, "
+                                                                    "%.17g GiB",
+                                                                    m->name, fam[f], tp, pp, vpp,
+                                                                    elb.step_s, elb.mem_gib,
+                                                                    r.step_time_s, r.peak_gib);
+                                                                /* The bounds: the static memory is
+                                                                 * the estimate's own, the step
+                                                                 * bound below it.
+                                                                 */
+                                                                ps_tune_config c = {
+                                                                    {tp, cp, pp, ep, etp, vpp, f,
+                                                                     mbs, rec, dist, 0, a2a, lay,
+                                                                     grp, wu, sb},
+                                                                    rl};
+                                                                double gib, lb, worst = 0;
+                                                                ps__space_bounds(&sp, &c, r.dp,
+                                                                                 &gib, &lb);
+                                                                for (int rk = 0; rk < pp; rk++) {
+                                                                    ps_rank_memory rm;
+                                                                    ck_assert_int_eq(
+                                                                        ps_estimate_rank_memory(
+                                                                            e, rk, &rm),
+                                                                        0);
+                                                                    double s =
+                                                                        rm.weights + rm.grads +
+                                                                        rm.optimizer + rm.overhead;
+                                                                    worst = s > worst ? s : worst;
+                                                                }
+                                                                /* auto: the mean over the ranks. */
+                                                                ck_assert_msg(
+                                                                    lay == 2
+                                                                        ? gib <= worst * (1 + 1e-12)
+                                                                        : fabs(gib - worst) <=
+                                                                              1e-9 * worst,
+                                                                    "%s %s tp%d pp%d vpp%d: bound "
+                                                                    "%.12g, "
+                                                                    "estimate %.12g",
+                                                                    m->name, fam[f], tp, pp, vpp,
+                                                                    gib, worst);
+                                                                ck_assert_msg(lb <= r.step_time_s,
+                                                                              "step bound %g above "
+                                                                              "the step %g",
+                                                                              lb, r.step_time_s);
+                                                                if (r.peak_gib > limit)
+                                                                    continue;
+                                                                if (n == cap)
+                                                                    rows = realloc(
+                                                                        rows,
+                                                                        (cap *= 2) * sizeof *rows);
+                                                                brute_row *b = &rows[n++];
+                                                                memcpy(b->knob, c.knob,
+                                                                       sizeof b->knob);
+                                                                b->rl = rl;
+                                                                b->step = r.step_time_s,
+                                                                b->peak = r.peak_gib,
+                                                                b->order = order;
+                                                            }
     ps_estimate_free(e);
     qsort(rows, n, sizeof *rows, brute_cmp);
     *count = n;
@@ -309,6 +349,11 @@ static ps_tune *tune_ok(const ps_transformer *m, const ps_hardware *hw, const ps
     ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_GROUP, groups, 2), 0);
     if (brute_layouts == 3)
         ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_LAYOUT, layouts, 3), 0);
+    static const int32_t warmups[] = {1, 2}, splits[] = {0, 1};
+    if (brute_adaptive) {
+        ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_WARMUP, warmups, 2), 0);
+        ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_SPLIT, splits, 2), 0);
+    }
     int rc = ps_tune_run(t, m, hw, j);
     ck_assert_msg(rc == 0, "tune: %d %s", rc, ps_tune_last_error(t));
     return t;
@@ -348,6 +393,11 @@ static void against_brute(const ps_transformer *m, double hbm_gib, size_t min_fi
     for (size_t i = 0; i < 10 && i < n; i++)
         autos += b[i].knob[PS_KNOB_LAYOUT] == 2;
     ck_assert_msg(brute_layouts < 3 || autos > 0, "%s: no layout auto in the top 10", m->name);
+    size_t warm2 = 0, split = 0; /* with adaptive's options: fitting rows of each */
+    for (size_t i = 0; i < n; i++)
+        warm2 += b[i].knob[PS_KNOB_WARMUP] == 2, split += b[i].knob[PS_KNOB_SPLIT] == 1;
+    ck_assert_msg(!brute_adaptive || (warm2 > 0 && split > 0),
+                  "%s: %zu fitting rows of warmup 2, %zu of split backward", m->name, warm2, split);
     ps_tune *t = tune_ok(m, &hw, &j);
     ps_tune_stats st;
     ck_assert_int_eq(ps_tune_stats_get(t, &st), 0);
@@ -444,6 +494,18 @@ START_TEST(brute_layout_auto)
     brute_layouts = 3;
     against_brute(&g, 4.0, 0);
     brute_layouts = 2;
+}
+END_TEST
+
+/* Adaptive's options (--allow warmup=1,2,split-backward=off,on), with the bounds checked on
+ * every configuration (the split backward chains only its I parts). */
+START_TEST(brute_adaptive_options)
+{
+    ps_transformer g = gqa_model(), m = moe_model();
+    brute_adaptive = 1;
+    against_brute(&g, 4.0, 0);
+    against_brute(&m, 4.0, 0);
+    brute_adaptive = 0;
 }
 END_TEST
 
@@ -1215,6 +1277,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, brute_gqa);
     tcase_add_test(tc, brute_recompute_fit);
     tcase_add_test(tc, brute_layout_auto);
+    tcase_add_test(tc, brute_adaptive_options);
     tcase_add_test(tc, brute_moe);
     tcase_add_test(tc, threads_same);
     tcase_add_test(tc, prune_same);

@@ -180,6 +180,11 @@ typedef struct ps_train {
      * (Megatron's --decoder-first/last-pipeline-num-layers; ps_layout_split); 0 = even. */
     int32_t first_stage_layers;
     int32_t last_stage_layers;
+    /* Adaptive Pipe's options (docs/config.md, extra_warmup and split_backward; the adaptive
+     * family only): extra warm-up forwards delta, 0 = the family's default (1), N >= 1 sets
+     * delta = N; split_backward 1: each cool-down backward as I then W. */
+    int32_t extra_warmup;
+    int32_t split_backward;
 } ps_train;
 
 /* Fills *t with the defaults: 8 GPUs, tp = pp = vpp = cp = ep = 1, sequence parallelism on

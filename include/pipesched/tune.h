@@ -54,6 +54,9 @@ typedef enum ps_tune_knob {
                           2: "auto" (the automatic partition; only when allowed) */
     PS_KNOB_GROUP,     /* interleaved/adaptive with vpp > 1: micro-batch group size in multiples
                           of pp (ps_train.group_size = value x pp; 1 = Megatron's default) */
+    PS_KNOB_WARMUP,    /* adaptive: extra warm-up forwards delta (ps_train.extra_warmup); 1 =
+                          the family's default */
+    PS_KNOB_SPLIT,     /* adaptive: 1 = split backward (ps_train.split_backward) */
     PS_KNOBS
 } ps_tune_knob;
 
@@ -101,7 +104,8 @@ typedef struct ps_tune_job {
 PS_EXTERN void ps_tune_job_init(ps_tune_job *j);
 
 /* Knob names ("tp", "cp", "pp", "ep", "etp", "vpp", "schedule", "mbs", "recompute",
- * "distributed-optimizer", "precision", "a2a", "layout", "group"), NULL past the end; the lookup is
+ * "distributed-optimizer", "precision", "a2a", "layout", "group", "warmup", "split-backward"),
+ * NULL past the end; the lookup is
  * case-sensitive and takes "distopt" too: the knob or PS_ENOTFOUND. */
 PS_EXTERN const char *ps_tune_knob_name(int knob);
 PS_EXTERN int ps_tune_knob_lookup(const char *name);
@@ -110,7 +114,8 @@ PS_EXTERN int ps_tune_knob_lookup(const char *name);
 PS_EXTERN const char *ps_tune_family_name(size_t i);
 /* A knob's value from a word: numbers for the sizes; a family name or alias (schedule);
  * none/selective/full/fit; 0/1/off/on/false/true (distributed optimizer); bf16/fp8;
- * auto/flat/hierarchical; even/balanced/auto (layout). 0 or PS_ECONFIG. */
+ * auto/flat/hierarchical; even/balanced/auto (layout); 0/1/off/on (split-backward). 0 or
+ * PS_ECONFIG. */
 PS_EXTERN int ps_tune_value_parse(int knob, const char *word, int32_t *out);
 /* The word of a value (the family's name, "full", "fp8", ...; the number for the sizes) into
  * buf: its length, or PS_EINVAL. */
@@ -119,7 +124,7 @@ PS_EXTERN int ps_tune_value_name(int knob, int32_t value, char *buf, size_t cap)
 /* The train of a configuration: ps_train_init's defaults, the job's gpus, gpus_per_node, gbs
  * and seq, and the knobs. schedule and a2a as their words; layout NULL (even), "balanced" or
  * "auto" (static strings); recompute "fit" as full recompute of c->recompute_layers layers; group
- * k > 1 as group_size k x pp. */
+ * k > 1 as group_size k x pp; warmup other than 1 as extra_warmup; split-backward as is. */
 PS_EXTERN void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_train *out);
 
 typedef struct ps_tune ps_tune;

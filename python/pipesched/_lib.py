@@ -234,7 +234,7 @@ class TraceOptions(Structure):
 # Structures of model.h and tune.h
 
 COMM_KINDS = 5
-KNOBS = 14
+KNOBS = 16
 
 
 class Transformer(Structure):
@@ -284,7 +284,10 @@ class Train(Structure):
         + [("schedule", c_char * 32)]
         + [(n, c_int32) for n in "group_size a2a moe_token_drop".split()]
         + [("layout", c_char_p)]
-        + [(n, c_int32) for n in "first_stage_layers last_stage_layers".split()]
+        + [
+            (n, c_int32)
+            for n in "first_stage_layers last_stage_layers extra_warmup split_backward".split()
+        ]
     )
 
 

@@ -266,7 +266,7 @@ def _typed(knob, value):
     """A knob's value as Python has it: the sizes as int, the distributed optimizer as bool,
     the others as their words ("interleaved", "full", "fp8", "hierarchical")."""
     word = _word(knob, value)
-    if knobs()[knob] == "distributed-optimizer":
+    if knobs()[knob] in ("distributed-optimizer", "split-backward"):
         return bool(value)
     return int(word) if word.isdigit() else word
 
@@ -274,7 +274,8 @@ def _typed(knob, value):
 TuneRow = namedtuple("TuneRow", "index knobs step_time_s tokens_per_s_per_gpu mfu peak_gib "
                      "dp microbatches bubble_s exposed_s gap gap_s recompute_layers")
 TuneRow.__doc__ = """One configuration of the search: index (its candidate number), knobs (a
-dict by knob name: the sizes as int, "distributed-optimizer" as bool, the others as words:
+dict by knob name: the sizes as int, "distributed-optimizer" and "split-backward" as bool,
+the others as words:
 "interleaved", "full", "fp8", "hierarchical"), the estimate's figures and the dominant gap
 (what the step spends most on besides compute) with its seconds, and recompute_layers (the
 layers per stage of a recompute "fit" row, else 0)."""

@@ -103,6 +103,10 @@ static void fill_train(const cli_opts *o, ps_train *t)
         snprintf(t->schedule, sizeof t->schedule, "%s", o->schedule);
     if (o->group > 0)
         t->group_size = (int32_t)o->group;
+    if (o->extra_warmup > 0)
+        t->extra_warmup = (int32_t)o->extra_warmup;
+    if (o->split_backward)
+        t->split_backward = 1;
     if (o->layout)
         t->layout = o->layout;
     if (o->first_layers >= 0)
@@ -270,6 +274,12 @@ static int estimate_main(const cli_opts *o)
         ex = cli_load_hardware(o->hardware, &hw);
     if (ex)
         return ex;
+    if (o->extra_warmup == 0) {
+        /* ps_train.extra_warmup 0 means the family's default (1). */
+        fprintf(stderr, "pipesched: estimate: --extra-warmup must be >= 1 (the adaptive "
+                        "family's default is 1); got 0\n");
+        return EXIT_USAGE;
+    }
     fill_train(o, &train);
     ps_estimate *e;
     int rc = ps_estimate_new(&e, NULL);

@@ -142,12 +142,13 @@ const cli_option cli_options[] = {
      INT(extra_warmup, 0, PS_MAX_MICROBATCHES),
      .metavar = "N",
      .def = "1",
-     .commands = SCHEDULE_COMMANDS,
+     .commands = SCHEDULE_COMMANDS " " EST,
      .help = "adaptive: extra warm-up forwards before the fused steady\n"
-             "phase (default 1)"},
+             "phase (default 1)",
+     .doc = "estimate: at least 1."},
     {.name = "split-backward",
      FLAG(split_backward),
-     .commands = SCHEDULE_COMMANDS,
+     .commands = SCHEDULE_COMMANDS " " EST,
      .help = "adaptive: each cool-down backward as I then W, so the\n"
              "input gradient leaves earlier"},
     {.name = "config",
@@ -397,7 +398,7 @@ const cli_option cli_options[] = {
      .commands = "tune",
      .help = "fix knobs, e.g. tp=8,schedule=interleaved (knobs: tp cp pp\n"
              "ep etp vpp schedule mbs recompute distributed-optimizer\n"
-             "precision a2a layout group)",
+             "precision a2a layout group warmup split-backward)",
      .doc = "Given once; a knob named here cannot also be in `--allow`."},
     {.name = "allow",
      STRING(tune_allow),

@@ -70,7 +70,7 @@ static int check_required(const cli_opts *o)
 static int word_knob(int k)
 {
     return k == PS_KNOB_SCHEDULE || k == PS_KNOB_RECOMPUTE || k == PS_KNOB_PRECISION ||
-           k == PS_KNOB_A2A || k == PS_KNOB_DISTOPT || k == PS_KNOB_LAYOUT;
+           k == PS_KNOB_A2A || k == PS_KNOB_DISTOPT || k == PS_KNOB_LAYOUT || k == PS_KNOB_SPLIT;
 }
 
 /* ---- --gpus: one count, a list or a range ------------------------------------------------- */
@@ -312,7 +312,7 @@ static int apply(ps_tune *t, int kind, int knob, const int32_t *v, size_t n, nam
         if (n != 1 || word_knob(knob)) {
             fprintf(stderr,
                     "pipesched: --max takes one number of a numeric knob (tp, cp, pp, ep, "
-                    "etp, vpp, mbs, group); got %s\n",
+                    "etp, vpp, mbs, group, warmup); got %s\n",
                     key);
             return EXIT_USAGE;
         }
@@ -406,6 +406,10 @@ static void knobs_text(FILE *f, const ps_transformer *m, const ps_tune_config *c
         fprintf(f, " %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
     if (k[PS_KNOB_GROUP] > 1)
         fprintf(f, " group=%d", k[PS_KNOB_GROUP] * k[PS_KNOB_PP]);
+    if (k[PS_KNOB_WARMUP] != 1)
+        fprintf(f, " warmup=%d", k[PS_KNOB_WARMUP]);
+    if (k[PS_KNOB_SPLIT])
+        fprintf(f, " split-backward");
 }
 
 /* The estimate command that reproduces a row. */
@@ -435,6 +439,10 @@ static void command_text(FILE *f, const cli_opts *o, const ps_transformer *m,
         fprintf(f, " --layout %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
     if (k[PS_KNOB_GROUP] > 1)
         fprintf(f, " --group-size %d", k[PS_KNOB_GROUP] * k[PS_KNOB_PP]);
+    if (k[PS_KNOB_WARMUP] != 1)
+        fprintf(f, " --extra-warmup %d", k[PS_KNOB_WARMUP]);
+    if (k[PS_KNOB_SPLIT])
+        fprintf(f, " --split-backward");
 }
 
 static void print_search(FILE *f, const ps_tune_stats *st)
@@ -630,9 +638,10 @@ static void json_row(FILE *f, const cli_opts *o, const ps_transformer *m, const 
     for (int k = 0; k < PS_KNOBS; k++) {
         fprintf(f, "%s\"%s\":", k ? "," : "", ps_tune_knob_name(k));
         ps_tune_value_name(k, r->config.knob[k], w, sizeof w);
-        if (word_knob(k) && k != PS_KNOB_DISTOPT)
+        int flag = k == PS_KNOB_DISTOPT || k == PS_KNOB_SPLIT;
+        if (word_knob(k) && !flag)
             json_str(f, w);
-        else if (k == PS_KNOB_DISTOPT)
+        else if (flag)
             fprintf(f, "%s", r->config.knob[k] ? "true" : "false");
         else
             fprintf(f, "%d", r->config.knob[k]);
@@ -908,6 +917,10 @@ static void brief_knobs(char *buf, size_t cap, const ps_transformer *m, const mr
         ADD(" %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
     if (k[PS_KNOB_GROUP] > 1)
         ADD(" g%d", k[PS_KNOB_GROUP] * k[PS_KNOB_PP]);
+    if (k[PS_KNOB_WARMUP] != 1)
+        ADD(" w%d", k[PS_KNOB_WARMUP]);
+    if (k[PS_KNOB_SPLIT])
+        ADD(" split");
     if (multi)
         ADD(" @%d GPUs", r->gpus);
 #undef ADD
@@ -1094,12 +1107,13 @@ const cli_command cli_cmd_tune = {
              "                      [--fix K=V,...] [--allow K=V,V,...] [--max K=V,...] [OPTIONS]",
     .about = "Enumerates every combination of tp, cp, pp, vpp, ep, etp, micro-batch size,\n"
              "recompute (none, selective, full, and full for the fewest layers that fit),\n"
-             "distributed optimizer, precision, schedule family, interleaved group size and\n"
-             "(MoE) all-to-all that the constraints leave, rejects what cannot run by cheap\n"
-             "checks (counted per reason), simulates every other candidate with the estimate\n"
-             "(a bound skips only what provably cannot rank), and prints the fastest\n"
-             "configurations that fit with the estimate command of each, the Pareto front of\n"
-             "step time against peak memory and the rejections (docs/tune.md).",
+             "distributed optimizer, precision, schedule family, layout, interleaved group\n"
+             "size, adaptive's options and (MoE) all-to-all that the constraints leave,\n"
+             "rejects what cannot run by cheap checks (counted per reason), simulates every\n"
+             "other candidate with the estimate (a bound skips only what provably cannot\n"
+             "rank), and prints the fastest configurations that fit with the estimate command\n"
+             "of each, the Pareto front of step time against peak memory and the rejections\n"
+             "(docs/tune.md).",
     .option_help = {{"json", "the ranking, the front, the rejections and the search's\n"
                              "figures as JSON"}},
     .run = tune_main,

@@ -235,6 +235,10 @@ static int check_train(ps_estimate *e, ps__setup *u, const ps_transformer *m, co
                    tr->gpus, tp, pp, tr->mbs, tr->seq, (long long)tr->gbs);
     if (tr->precision != PS_PREC_BF16 && tr->precision != PS_PREC_FP8)
         return CFG("precision must be 0 (bf16) or 1 (fp8); got %d", tr->precision);
+    if (tr->extra_warmup < 0 || tr->extra_warmup > PS_MAX_MICROBATCHES ||
+        (tr->split_backward != 0 && tr->split_backward != 1))
+        return CFG("extra_warmup must be in [0, %d] and split_backward 0 or 1; got %d, %d",
+                   PS_MAX_MICROBATCHES, tr->extra_warmup, tr->split_backward);
     if (tr->recompute < PS_RECOMPUTE_NONE || tr->recompute > PS_RECOMPUTE_FULL ||
         tr->recompute_layers < 0)
         return CFG("recompute must be 0, 1 or 2 and recompute_layers >= 0; got %d, %d",
@@ -544,6 +548,9 @@ static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, c
         (rc = ps_problem_set_int(pb, PS_PARAM_VPP, u->copies > 1 ? 1 : u->vpp)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, u->micro)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_GROUP_SIZE, u->tr->group_size)) ||
+        (rc = ps_problem_set_int(pb, PS_PARAM_EXTRA_WARMUP,
+                                 u->tr->extra_warmup > 0 ? u->tr->extra_warmup : -1)) ||
+        (rc = ps_problem_set_int(pb, PS_PARAM_SPLIT_BACKWARD, u->tr->split_backward)) ||
         (rc = ps_problem_set_cost(pb, PS_COST_C, c)))
         return fail(e, rc, "problem", ps_problem_last_error(pb));
     if (u->m->experts == 0) {
@@ -1285,7 +1292,10 @@ int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_har
     if (fam < 0 || ps__families[fam].placement == PS__PLACE_CUSTOM)
         return 0;
     int place = ps__families[fam].placement;
-    int full = ps__families[fam].units == 2 || (ps__families[fam].options & PS__OPT_ADAPTIVE);
+    /* Adaptive fuses every backward with its weight gradient unless split_backward makes the
+     * cool-down's backwards I then W: then only the I parts chain, as in the split families. */
+    int full = ps__families[fam].units == 2 ||
+               ((ps__families[fam].options & PS__OPT_ADAPTIVE) && !t.split_backward);
     double c = p2p_cost(&u);
     int32_t p = u.pp, ns = u.stages;
     /* Per stage, in the tables the simulation would fill: its rank (counts), the forwards

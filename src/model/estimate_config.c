@@ -154,6 +154,9 @@ static const train_key train_keys[] = {
      .doc = "decoder layers of the first pipeline rank (over its vpp chunks); 0 = even"},
     {INT(last_stage_layers, 0, 1 << 20),
      .doc = "decoder layers of the last pipeline rank (over its vpp chunks); 0 = even"},
+    {INT(extra_warmup, 0, PS_MAX_MICROBATCHES),
+     .doc = "adaptive: extra warm-up forwards; 0 = the family's default (1)"},
+    {BOOL(split_backward), .doc = "adaptive: each cool-down backward as I then W"},
 };
 #define N_TRAIN_KEYS (sizeof train_keys / sizeof train_keys[0])
 _Static_assert(N_TRAIN_KEYS <= 64, "ps_estimate_config_load_keys gives one bit per train key");

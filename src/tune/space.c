@@ -39,6 +39,7 @@ static const char *const reason_text[PS__R_CHEAP] = {
                   "v-half, v-min, dualpipev: 2; interleaved: > 1)",
     [PS__R_GROUP] = "group above 1 (a group size above pp): interleaved and adaptive with "
                     "vpp > 1 only",
+    [PS__R_ADAPTIVE] = "warmup other than 1 or split-backward on: adaptive only",
     [PS__R_HEADS] = "heads not divisible by tp",
     [PS__R_KV] = "kv_heads and tp: neither divides the other",
     [PS__R_EXPERTS] = "experts not divisible by ep",
@@ -67,10 +68,14 @@ const char *ps__tune_reason_text(int reason)
 
 /* ---- names and words ----------------------------------------------------------------------- */
 
-static const char *const knob_names[PS_KNOBS] = {
-    "tp",        "cp",       "pp",     "ep",        "etp",
-    "vpp",       "schedule", "mbs",    "recompute", "distributed-optimizer",
-    "precision", "a2a",      "layout", "group"};
+static const char *const knob_names[PS_KNOBS] = {"tp",        "cp",
+                                                 "pp",        "ep",
+                                                 "etp",       "vpp",
+                                                 "schedule",  "mbs",
+                                                 "recompute", "distributed-optimizer",
+                                                 "precision", "a2a",
+                                                 "layout",    "group",
+                                                 "warmup",    "split-backward"};
 
 const char *ps_tune_knob_name(int knob)
 {
@@ -134,6 +139,7 @@ int ps_tune_value_parse(int knob, const char *word, int32_t *out)
     case PS_KNOB_LAYOUT:
         i = word_index(layout_words, 3, word);
         break;
+    case PS_KNOB_SPLIT:
     case PS_KNOB_DISTOPT: {
         static const char *const words[] = {"0", "off", "false", "no", "1", "on", "true", "yes"};
         i = word_index(words, 8, word);
@@ -174,7 +180,7 @@ int ps_tune_value_name(int knob, int32_t v, char *buf, size_t cap)
         w = a2a_words[v];
     else if (knob == PS_KNOB_LAYOUT && v >= 0 && v < 3)
         w = layout_words[v];
-    else if (knob == PS_KNOB_DISTOPT)
+    else if (knob == PS_KNOB_DISTOPT || knob == PS_KNOB_SPLIT)
         w = v ? "on" : "off";
     int n = w ? snprintf(buf, cap, "%s", w) : snprintf(buf, cap, "%d", (int)v);
     return n < 0 ? PS_EINVAL : n;
@@ -202,6 +208,9 @@ void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_trai
     t->layout = k[PS_KNOB_LAYOUT] == 2 ? "auto" : k[PS_KNOB_LAYOUT] ? "balanced" : NULL;
     if (k[PS_KNOB_GROUP] > 1)
         t->group_size = k[PS_KNOB_GROUP] * k[PS_KNOB_PP];
+    if (k[PS_KNOB_WARMUP] != 1)
+        t->extra_warmup = k[PS_KNOB_WARMUP];
+    t->split_backward = k[PS_KNOB_SPLIT];
     int f = k[PS_KNOB_SCHEDULE];
     snprintf(t->schedule, sizeof t->schedule, "%s",
              f >= 0 && f < PS__TUNE_FAMILIES ? families[f].name : "");
@@ -317,6 +326,20 @@ static int candidates(const ps__space *s, int k, int allowed, int32_t *v, int32_
         if (allowed)
             for (int32_t x = 2; x <= 64; x++)
                 v[(*n)++] = x;
+        break;
+    case PS_KNOB_WARMUP:
+        /* Adaptive Pipe's extra warm-up forwards delta (the family's default 1): each more
+         * holds one more micro-batch of activations; like the group, a second value doubles
+         * the candidates, so 1 alone unless --allow names more (docs/tune.md). */
+        v[(*n)++] = 1;
+        if (allowed)
+            for (int32_t x = 2; x <= 16; x++)
+                v[(*n)++] = x;
+        break;
+    case PS_KNOB_SPLIT:
+        v[(*n)++] = 0;
+        if (allowed)
+            v[(*n)++] = 1;
         break;
     }
     return 0;
@@ -545,6 +568,8 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
     int32_t group = k[PS_KNOB_GROUP];
     if (group > 1 && !((f == F_INTERLEAVED || f == F_ADAPTIVE) && vpp > 1))
         return PS__R_GROUP;
+    if ((k[PS_KNOB_WARMUP] != 1 || k[PS_KNOB_SPLIT]) && f != F_ADAPTIVE)
+        return PS__R_ADAPTIVE;
     int32_t dp = (int32_t)(s->job.gpus / tpc);
     int32_t g = m->kv_heads > 0 ? m->kv_heads : m->heads;
     if (m->heads % tp)

@@ -88,6 +88,7 @@ static void model(void)
     F(ps_train, overlap_param_gather), F(ps_train, schedule), F(ps_train, group_size);
     F(ps_train, a2a), F(ps_train, moe_token_drop), F(ps_train, layout);
     F(ps_train, first_stage_layers), F(ps_train, last_stage_layers);
+    F(ps_train, extra_warmup), F(ps_train, split_backward);
     S(ps_stage_layers), F(ps_stage_layers, first_layer), F(ps_stage_layers, layers);
     F(ps_stage_layers, embedding), F(ps_stage_layers, mtp), F(ps_stage_layers, loss);
     S(ps_estimate_result), F(ps_estimate_result, step_time_s);
