@@ -274,6 +274,72 @@ PS_EXTERN int ps_expert_align(const int32_t *current, int32_t *placement, int32_
 PS_EXTERN int ps_expert_should_migrate(double before_s, double after_s, double migration_s,
                                        int32_t horizon);
 
+/* ---- EDPB in the estimate ------------------------------------------------------------------- */
+
+/* The most tokens ps_samples_synthetic packs (samples x seq). */
+#define PS_MAX_SYNTHETIC_TOKENS 4294967296.0
+
+/*
+ * Synthetic packed samples for people without a samples file (docs/balance.md): spec
+ * `lognormal:MU,SIGMA` then optionally `,seed:N` (default 1; MU in [-10, 30], SIGMA in [0,
+ * 10]). Document lengths are drawn as round(exp(MU + SIGMA . z)), z standard normal (the
+ * xoshiro256** generator and Box-Muller of the synthetic expert traces, seeded by N), at least 1
+ * and at most PS_MAX_DOC_LEN, and packed in order into n samples of exactly seq tokens each: a
+ * document that does not fit the rest of a sample is cut there and its remainder starts the
+ * next sample (the cut pieces are documents of their own: attention restarts at a sample's
+ * start). Fills out[0 .. n). Returns 0; PS_EINVAL (spec NULL, out NULL with n > 0);
+ * PS_ECONFIG for a malformed spec, naming the word; PS_ERANGE (seq or n below 1, or n . seq
+ * above PS_MAX_SYNTHETIC_TOKENS).
+ */
+PS_EXTERN int ps_samples_synthetic(const char *spec, int32_t seq, ps_sample *out, size_t n,
+                                   char *err, size_t errlen);
+
+/* What makes a step uneven: the samples of the global batch (NULL: even micro-batches) and a
+ * routing trace of the MoE layers (NULL: even expert loads). */
+typedef struct ps_edpb_input {
+    const ps_sample *samples; /* dp . microbatches . mbs samples, in input order */
+    size_t n_samples;
+    const ps_expert_trace *trace; /* the model's experts, at most its MoE layers (the first
+                                     layers of the trace are averaged; docs/balance.md) */
+    double theta;                 /* the EMA factor of the load prediction, [0, 1); 0.9 usual */
+    int64_t max_evals;            /* ps_balance_data's budget (0: its default) */
+} ps_edpb_input;
+
+typedef struct ps_edpb_result {
+    double even_step_time_s;        /* the estimate without imbalance */
+    double imbalanced_step_time_s;  /* samples in input order round-robin, experts at the
+                                       identity placement: no balancing */
+    double experts_step_time_s;     /* experts placed by ps_expert_place, samples in input order */
+    double balanced_step_time_s;    /* placed experts and the samples reordered (D and E) */
+    double expert_factor;           /* identity: mean over the layers of max / mean device load */
+    double expert_factor_balanced;  /* the same of the placement */
+    double data_imbalance;          /* input order: the heaviest replica's mean weight */
+    double data_imbalance_balanced; /* reordered */
+    int32_t slowest_replica, slowest_replica_balanced; /* the replica that sets the step */
+    int64_t evals;                                     /* ps_balance_data's simulations */
+} ps_edpb_result;
+
+/*
+ * The step time of (model, hw, train) with the imbalance of in, without and with balancing
+ * (docs/balance.md, "In the estimate"). The step time of an assignment of the samples is the
+ * slowest data-parallel replica's estimate, each replica's micro-batch j weighing its slot's
+ * predicted time (ps_sample_model_derive, ps_sample_time) over the mean slot time
+ * (ps_estimate_set_microbatch_weights); the experts' factor is the mean over the trace's layers
+ * of the largest EP device's predicted load (EMA, theta) over the mean, under the identity
+ * placement or ps_expert_place's (ps_estimate_set_moe_imbalance); the EP group is the job's ep
+ * devices on nodes of gpus_per_node / etp. The reordering is ps_balance_data on the estimate's
+ * pipeline with the placed experts; a reordering whose estimate (with the replicas' data-parallel
+ * tail) is slower than the input order is replaced by the input order. rank and slot (n_samples
+ * each, both NULL or both given) receive the reordered assignment. Uniform samples and loads give
+ * exactly the even step time. e ends holding the even estimate (no weights, factors 1). Returns
+ * 0; PS_EINVAL (NULL); PS_ECONFIG (a sample count other than dp . microbatches . mbs, a sample
+ * without tokens, a trace whose experts or layers do not match the model, a dense model with a
+ * trace; message in err); PS_ERANGE (theta); PS_ENOMEM; the estimate's errors.
+ */
+PS_EXTERN int ps_edpb_estimate(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
+                               const ps_train *train, const ps_edpb_input *in, ps_edpb_result *out,
+                               int32_t *rank, int32_t *slot, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -285,6 +285,24 @@ PS_EXTERN const char *ps_estimate_last_error(const ps_estimate *e);
  */
 PS_EXTERN int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
                               const ps_train *train);
+/*
+ * Uneven micro-batches for the next runs of e (issue 15; docs/balance.md, "In the estimate"):
+ * one weight per micro-batch of a replica, the part of micro-batch j of every stage costing
+ * its duration times w[j] (ps_problem_set_microbatch_weights). The run then simulates one
+ * data-parallel replica whose micro-batches have these weights. n must equal the run's
+ * micro-batches (gbs / (dp . mbs)), else the run is PS_ECONFIG; n 0 (w may be NULL) clears.
+ * Copied. Returns 0; PS_EINVAL (e NULL, or w NULL with n > 0); PS_ERANGE (more than
+ * PS_MAX_MICROBATCHES, a weight not finite, not > 0 or above PS_MAX_COST); PS_ENOMEM.
+ */
+PS_EXTERN int ps_estimate_set_microbatch_weights(ps_estimate *e, const double *w, size_t n);
+/*
+ * Uneven expert loads for the next runs of e: every MoE layer's routed-expert GEMMs (forward,
+ * input and weight gradient) take gemm_factor times the even load's time and its all-to-all
+ * operations a2a_factor times theirs (the slowest EP device's load over the mean; 1 and 1:
+ * even). The overlap planner then schedules the layer with these durations. Returns 0;
+ * PS_EINVAL (e NULL); PS_ERANGE (a factor not in [1, 1e6]).
+ */
+PS_EXTERN int ps_estimate_set_moe_imbalance(ps_estimate *e, double gemm_factor, double a2a_factor);
 PS_EXTERN int ps_estimate_result_get(const ps_estimate *e, ps_estimate_result *out);
 PS_EXTERN int ps_estimate_rank_memory(const ps_estimate *e, int rank, ps_rank_memory *out);
 /* The split of the last run (the layout's, the even one or the automatic one): *out points

@@ -37,4 +37,13 @@ uint64_t ps__rng_below(ps__rng *r, uint64_t n);
 /* Standard normal (Box-Muller, one value per call). */
 double ps__rng_normal(ps__rng *r);
 
+/* ---- D: data reordering (data.c) ------------------------------------------------------------ */
+
+/* ps_balance_data; with weights set, times[] are in units of the problem's micro-batch: a
+ * slot's weight (ps_problem_set_microbatch_weights) is the sum of its samples' times, and the
+ * problem's durations stay in their own unit (the estimate's seconds). */
+int ps__balance_data(const ps_problem *pb, const double *times, size_t n, const ps_data_config *cfg,
+                     int weights, int32_t *rank, int32_t *slot, ps_data_result *out, char *err,
+                     size_t errlen);
+
 #endif /* PS_BALANCE_INT_H */

@@ -12,7 +12,7 @@
  * reference/adaptive_pipe.md section 5.2 (only the headline is public).
  * SPDX-License-Identifier: MIT
  */
-#include "internal.h"
+#include "balance/balance_int.h"
 #include "model/cost.h"
 
 #include <pipesched/balance.h>
@@ -739,6 +739,13 @@ static void write_out(const bal *b, int32_t *rank, int32_t *slot)
 int ps_balance_data(const ps_problem *pb, const double *times, size_t n, const ps_data_config *cfg,
                     int32_t *rank, int32_t *slot, ps_data_result *out, char *err, size_t errlen)
 {
+    return ps__balance_data(pb, times, n, cfg, 0, rank, slot, out, err, errlen);
+}
+
+int ps__balance_data(const ps_problem *pb, const double *times, size_t n, const ps_data_config *cfg,
+                     int weights, int32_t *rank, int32_t *slot, ps_data_result *out, char *err,
+                     size_t errlen)
+{
     if (!pb || !times || !cfg || !rank || !slot || !out)
         return PS_EINVAL;
     memset(out, 0, sizeof *out);
@@ -777,8 +784,8 @@ int ps_balance_data(const ps_problem *pb, const double *times, size_t n, const p
         ps__seterr_n(err, errlen, rc, "balance data: %s", ps_schedule_last_error(b.s));
         goto out;
     }
-    double unit = 0;
-    if ((rc = unit_time(&b, &unit)))
+    double unit = 1; /* times given as weights: a slot's weight is the sum of its samples' */
+    if (!weights && (rc = unit_time(&b, &unit)))
         goto out;
     if (!(unit > 0)) {
         rc = ps__seterr_n(err, errlen, PS_ECONFIG,

@@ -18,6 +18,7 @@
 #include "model/cost.h"
 #include "model/partition.h"
 
+#include <math.h>
 #include <string.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -65,6 +66,11 @@ struct ps_estimate {
     ps_moe_model snap_moe;
     double snap_c;
     uint64_t reused;
+    /* The imbalance the next runs include (ps_estimate_set_microbatch_weights,
+     * ps_estimate_set_moe_imbalance): n_mbw weights (0: none), the MoE factors (1: none). */
+    double *mbw;
+    size_t n_mbw;
+    double moe_gemm, moe_a2a;
     char err[PS__ERRLEN];
 };
 
@@ -79,6 +85,7 @@ int ps_estimate_new(ps_estimate **out, const ps_allocator *alloc)
     if (!e)
         return PS_ENOMEM;
     e->al = al;
+    e->moe_gemm = e->moe_a2a = 1.0;
     if (ps_problem_new(&e->pb, &al) || ps_schedule_new(&e->s, &al) || ps_sim_new(&e->sim, &al)) {
         ps_estimate_free(e);
         return PS_ENOMEM;
@@ -115,6 +122,7 @@ void ps_estimate_free(ps_estimate *e)
     free_stage_tables(e);
     ps__free(&e->al, e->rm, e->cap_rk, sizeof *e->rm);
     ps__free(&e->al, e->tail, 3 * e->cap_rk, sizeof *e->tail);
+    ps__free(&e->al, e->mbw, e->n_mbw, sizeof *e->mbw);
     ps_sim_free(e->sim);
     ps_schedule_free(e->s);
     ps_problem_free(e->pb);
@@ -443,6 +451,10 @@ static void stage_costs(ps_estimate *e, const ps__setup *u, const derived *d, in
     }
 }
 
+/* The all-to-all operations of a MoE layer. */
+static const int a2a_ops[] = {PS_OP_DISPATCH, PS_OP_COMBINE, PS_OP_COMBINE_B, PS_OP_DISPATCH_B,
+                              PS_OP_REDISPATCH};
+
 /* The MoE model for the planner: ps_moe_derive's all-to-all times (ms, turned into seconds)
  * with this model's compute times per operation. */
 static int moe_model(ps_estimate *e, const ps__setup *u, const derived *d, ps_moe_model *mm)
@@ -491,11 +503,15 @@ static int moe_model(ps_estimate *e, const ps__setup *u, const derived *d, ps_mo
         t[PS_OP_ATTN_DX] = agemm + 2.0 * L->attn_core + 2.0 * L->mem_attn + L->tp_attn + L->cp_b +
                            (sel ? L->attn_core : 0.0) + (full ? layer_f(L) : 0.0);
         t[PS_OP_ATTN_DW] = agemm;
-        double mlp = moe ? L->expert : L->mlp_gemm;
+        /* The slowest EP device's expert GEMMs (ps_estimate_set_moe_imbalance). */
+        double mlp = moe ? L->expert * e->moe_gemm : L->mlp_gemm;
         t[PS_OP_MLP] = mlp + L->mem_mlp + L->tp_mlp;
         t[PS_OP_MLP_DX] = mlp + 2.0 * L->mem_mlp + L->tp_mlp;
         t[PS_OP_MLP_DW] = mlp;
         t[PS_OP_SHARED] = t[PS_OP_SHARED_DX] = t[PS_OP_SHARED_DW] = moe ? L->shared : 0.0;
+        if (moe) /* and its all-to-all bytes */
+            for (size_t k = 0; k < sizeof a2a_ops / sizeof a2a_ops[0]; k++)
+                t[a2a_ops[k]] *= e->moe_a2a;
         /* The host's floor of the pass: what the compute stream's F (and I) parts do not cover
          * is spent in the MLP operation, where the routing synchronises. */
         double f = t[PS_OP_ATTN] + t[PS_OP_MLP] + t[PS_OP_SHARED];
@@ -552,6 +568,13 @@ static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, c
                                  u->tr->extra_warmup > 0 ? u->tr->extra_warmup : -1)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_SPLIT_BACKWARD, u->tr->split_backward)) ||
         (rc = ps_problem_set_cost(pb, PS_COST_C, c)))
+        return fail(e, rc, "problem", ps_problem_last_error(pb));
+    if (e->n_mbw && e->n_mbw != (size_t)u->micro)
+        return ps__seterr(e->err, PS_ECONFIG,
+                          "estimate: %zu micro-batch weights given, the job has %lld "
+                          "micro-batches per replica (gbs / (dp . mbs))",
+                          e->n_mbw, (long long)u->micro);
+    if ((rc = ps_problem_set_microbatch_weights(pb, e->mbw, e->n_mbw)))
         return fail(e, rc, "problem", ps_problem_last_error(pb));
     if (u->m->experts == 0) {
         if ((rc = ps_problem_set_moe(pb, NULL)) || (rc = ps__problem_set_moe_extra(pb, NULL, 0)))
@@ -1036,6 +1059,49 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
     return 0;
 }
 
+int ps_estimate_set_microbatch_weights(ps_estimate *e, const double *w, size_t n)
+{
+    if (!e || (n && !w))
+        return PS_EINVAL;
+    if (n > PS_MAX_MICROBATCHES)
+        return ps__seterr(e->err, PS_ERANGE, "estimate: %zu micro-batch weights; the limit is %d",
+                          n, PS_MAX_MICROBATCHES);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(w[i]) || !(w[i] > 0) || w[i] > PS_MAX_COST)
+            return ps__seterr(e->err, PS_ERANGE,
+                              "estimate: micro-batch weight %zu must be a finite number > 0 and "
+                              "<= %g; got %g",
+                              i, PS_MAX_COST, w[i]);
+    double *copy = NULL;
+    if (n && n != e->n_mbw) {
+        if (!(copy = ps__alloc(&e->al, n, sizeof *copy)))
+            return ps__seterr(e->err, PS_ENOMEM, "out of memory");
+        ps__free(&e->al, e->mbw, e->n_mbw, sizeof *e->mbw);
+        e->mbw = copy;
+    } else if (!n) {
+        ps__free(&e->al, e->mbw, e->n_mbw, sizeof *e->mbw);
+        e->mbw = NULL;
+    }
+    if (n)
+        memcpy(e->mbw, w, n * sizeof *w);
+    e->n_mbw = n;
+    e->snap_n = 0; /* the kept simulation is of other weights */
+    return 0;
+}
+
+int ps_estimate_set_moe_imbalance(ps_estimate *e, double gemm_factor, double a2a_factor)
+{
+    if (!e)
+        return PS_EINVAL;
+    if (!isfinite(gemm_factor) || !isfinite(a2a_factor) || gemm_factor < 1 || a2a_factor < 1 ||
+        gemm_factor > 1e6 || a2a_factor > 1e6)
+        return ps__seterr(e->err, PS_ERANGE,
+                          "estimate: the MoE imbalance factors must be in [1, 1e6]; got %g and %g",
+                          gemm_factor, a2a_factor);
+    e->moe_gemm = gemm_factor, e->moe_a2a = a2a_factor;
+    return 0;
+}
+
 int ps_estimate_result_get(const ps_estimate *e, ps_estimate_result *out)
 {
     if (!e || !out)
@@ -1372,6 +1438,11 @@ int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_har
     out->mem_gib = mem_lb;
     out->bubble_s = bubble > 0 ? bubble : 0.0;
     return exact_mem ? exact_memory(e, &u, &d, name, c, out) : 0;
+}
+
+const ps_allocator *ps__estimate_allocator(const ps_estimate *e)
+{
+    return &e->al;
 }
 
 uint64_t ps__estimate_reused(const ps_estimate *e)

@@ -40,4 +40,7 @@ typedef struct ps__estimate_lb {
 int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
                        const ps_train *train, int exact_mem, ps__estimate_lb *out);
 
+/* The allocator e was created with (borrowed; the balance part allocates through it). */
+const ps_allocator *ps__estimate_allocator(const ps_estimate *e);
+
 #endif
