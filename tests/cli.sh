@@ -616,6 +616,89 @@ contains "$tmp/err" "estimate needs --gpus, --pp, --gbs, --mbs, --seq" \
     "estimate --config: the required settings from the file and the flags together"
 expect 0 "estimate --config, the rest from flags" -- "$bin" estimate --config "$tmp/estcfg.json" \
     --gpus 8 --pp 2 --gbs 8 --mbs 1 --seq 2048
+# estimate with the imbalance (docs/balance.md, "In the estimate"): $est is dp 4 x 8
+# micro-batches x mbs 1 = 32 samples. Figures are the edpb suite's business.
+i=0
+: >"$tmp/est-samples.txt"
+while [ $i -lt 32 ]; do
+    if [ $((i % 4)) -eq 0 ]; then echo 4096 >>"$tmp/est-samples.txt"
+    else echo 512,512,512,512,512,512,512,512 >>"$tmp/est-samples.txt"; fi
+    i=$((i + 1))
+done
+# shellcheck disable=SC2086
+expect 0 "estimate --samples" -- "$bin" estimate $est --samples "$tmp/est-samples.txt"
+contains "$tmp/out" "  samples          32, the heaviest replica" "estimate --samples: the inputs"
+contains "$tmp/out" "  no balancing" "estimate --samples: the step without balancing"
+contains "$tmp/out" "  data reordered" "estimate --samples: the step reordered"
+contains "$tmp/out" "balancing gains" "estimate --samples: the gain"
+# shellcheck disable=SC2086
+expect 0 "estimate --samples --json" -- "$bin" estimate $est --samples "$tmp/est-samples.txt" --json
+for key in step_time_s even_step_time_s unbalanced_step_time_s experts_placed_step_time_s \
+    balanced_step_time_s replica_weight_max replica_weight_max_reordered; do
+    contains "$tmp/out" "\"$key\":" "estimate --samples --json has $key"
+done
+# Every existing field is the even estimate's, unchanged.
+sed 's/,"imbalance":{.*}}$/}/' "$tmp/out" >"$tmp/est-imb.json"
+same "$tmp/est-short.json" "$tmp/est-imb.json" "estimate --samples keeps the even estimate's fields"
+# Uniform samples: exactly the even step time, balanced or not.
+yes 4096 | head -32 >"$tmp/est-uniform.txt"
+# shellcheck disable=SC2086
+expect 0 "estimate uniform samples" -- "$bin" estimate $est --samples "$tmp/est-uniform.txt" --json
+even=$(sed 's/.*"even_step_time_s":\([^,]*\),.*/\1/' "$tmp/out")
+contains "$tmp/out" "\"unbalanced_step_time_s\":$even," "uniform samples: unbalanced = even"
+contains "$tmp/out" "\"balanced_step_time_s\":$even," "uniform samples: balanced = even"
+# shellcheck disable=SC2086
+expect 0 "estimate --synthetic-samples" -- "$bin" estimate $est --synthetic-samples \
+    lognormal:7,1.5,seed:4 --json
+cp "$tmp/out" "$tmp/est-syn.json"
+# shellcheck disable=SC2086
+expect 0 "estimate --synthetic-samples again" -- "$bin" estimate $est --synthetic-samples \
+    lognormal:7,1.5,seed:4 --json
+same "$tmp/est-syn.json" "$tmp/out" "estimate --synthetic-samples is reproducible"
+# shellcheck disable=SC2086
+expect 2 "estimate --samples, too few" -- "$bin" estimate $est --samples "$tmp/est-uniform.txt" \
+    --gbs 64
+contains "$tmp/err" "samples: 32 given; the global batch is dp 4 x 16 micro-batches x mbs 1 = 64" \
+    "estimate names the sample count"
+: >"$tmp/est-empty.txt"
+# shellcheck disable=SC2086
+expect 2 "estimate --samples, empty file" -- "$bin" estimate $est --samples "$tmp/est-empty.txt"
+contains "$tmp/err" "no samples: the file is empty" "estimate: empty samples file named"
+printf '4096\n12,-3\n' >"$tmp/est-neg.txt"
+# shellcheck disable=SC2086
+expect 2 "estimate --samples, negative length" -- "$bin" estimate $est --samples "$tmp/est-neg.txt"
+contains "$tmp/err" "line 2, column 4: document length -3 is out of range" \
+    "estimate: negative length named by line and column"
+# shellcheck disable=SC2086
+expect 2 "estimate --synthetic-samples, bad spec" -- "$bin" estimate $est --synthetic-samples \
+    lognormal:7,1,spread:2
+contains "$tmp/err" 'unknown word "spread:2"' "estimate: bad synthetic spec names the word"
+# shellcheck disable=SC2086
+expect 2 "estimate --samples and --synthetic-samples" -- "$bin" estimate $est --samples \
+    "$tmp/est-uniform.txt" --synthetic-samples lognormal:7,1
+# shellcheck disable=SC2086
+expect 2 "estimate --theta without a trace" -- "$bin" estimate $est --theta 0.5
+contains "$tmp/err" "--theta is the EMA of an expert load" "estimate: --theta alone refused"
+# The experts: mixtral-8x7b at ep 2.
+moe="--model mixtral-8x7b --hardware h100-sxm --gpus 16 --tp 1 --pp 2 --ep 2 --gbs 16 --mbs 1"
+moe="$moe --seq 4096"
+# shellcheck disable=SC2086
+expect 0 "estimate --synthetic-experts" -- "$bin" estimate $moe --synthetic-experts zipf:1.2 \
+    --synthetic-samples lognormal:7,1.5
+contains "$tmp/out" "max/mean device load" "estimate --synthetic-experts: the imbalance"
+contains "$tmp/out" "  experts placed" "estimate --synthetic-experts: the placed step"
+contains "$tmp/out" "  and data reordered" "estimate: both balancings"
+printf '1,2,3,4,5,6,7,8\n1,2,3\n' >"$tmp/est-ragged.txt"
+# shellcheck disable=SC2086
+expect 2 "estimate --expert-load, ragged trace" -- "$bin" estimate $moe --expert-load \
+    "$tmp/est-ragged.txt"
+contains "$tmp/err" "line 2" "estimate: ragged trace named by its line"
+printf '1,2,3,4\n' >"$tmp/est-4.txt"
+# shellcheck disable=SC2086
+expect 2 "estimate --expert-load, other experts" -- "$bin" estimate $moe --expert-load \
+    "$tmp/est-4.txt"
+contains "$tmp/err" "the trace has 1 layers of 4 experts; model mixtral-8x7b has 32 MoE layers" \
+    "estimate: a trace of other experts named"
 # estimate --trace and --svg: the simulated step on a time axis in seconds (the times
 # themselves are the estimate suite's business).
 # shellcheck disable=SC2086

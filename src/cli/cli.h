@@ -12,6 +12,7 @@
 #ifndef PS_CLI_H
 #define PS_CLI_H
 
+#include <pipesched/balance.h>
 #include <pipesched/pipesched.h>
 
 #include <stddef.h>
@@ -53,6 +54,8 @@ typedef struct cli_opts {
 
     /* balance experts (balance_experts.c) */
     const char *load, *synthetic_experts, *from_placement;
+    /* estimate and tune: the imbalance (edpb_input.c) */
+    const char *expert_load, *synthetic_samples;
     long long devices, nodes, capacity, horizon;
     double theta;
 
@@ -104,7 +107,7 @@ typedef struct cli_command {
     const char *operand; /* the positional argument it takes ("FILE.csv"), NULL for none */
     const char *summary; /* its line in `pipesched --help` */
     const char *usage, *about;
-    cli_option_help option_help[2];
+    cli_option_help option_help[4];
     int (*run)(const cli_opts *o); /* returns the exit status */
     /* Adds to `pipesched demo`, which calls it with the tour's MoE example (the Pangu
      * config, JSON text) after its own part; NULL for most commands. Returns the exit
@@ -275,5 +278,21 @@ int cli_load_hardware(const char *arg, struct ps_hardware *hw);
 /* plan.c: the model stage (of `stages`) with the most MoE layers, the first of them: the
  * typical chunk of the steady phase. */
 int cli_default_stage(const ps_problem *pb, int stages);
+
+/* edpb_input.c: the imbalance inputs of estimate and tune (docs/balance.md). */
+typedef struct cli_edpb {
+    ps_edpb_input in;
+    ps_sample *samples;
+    ps_expert_trace *trace;
+} cli_edpb;
+/* Whether any of --samples, --synthetic-samples, --expert-load, --synthetic-experts is given. */
+int cli_edpb_wanted(const cli_opts *o);
+/* Refuses contradictory options (prints the reason); returns the exit status. */
+int cli_edpb_check(const cli_opts *o, const char *cmd);
+/* Reads the samples and the trace the options name, for model m and the job t (the synthetic
+ * samples are t's gbs samples of t's seq tokens); prints the reason and returns the exit
+ * status. Free with cli_edpb_free (also after a failure). */
+int cli_edpb_load(const cli_opts *o, const ps_transformer *m, const ps_train *t, cli_edpb *x);
+void cli_edpb_free(cli_edpb *x);
 
 #endif

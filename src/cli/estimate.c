@@ -117,8 +117,36 @@ static void fill_train(const cli_opts *o, ps_train *t)
         t->a2a = o->a2a;
 }
 
+/* The step with the imbalance (docs/balance.md, "In the estimate"). */
+static void print_edpb_text(FILE *f, const cli_edpb *x, const ps_edpb_result *b)
+{
+    double even = b->even_step_time_s;
+    fprintf(f, "\nimbalance (docs/balance.md):\n");
+    if (x->in.samples)
+        fprintf(f,
+                "  samples          %zu, the heaviest replica %.3f x the mean micro-batch "
+                "(reordered %.3f)\n",
+                x->in.n_samples, b->data_imbalance, b->data_imbalance_balanced);
+    if (x->in.trace)
+        fprintf(f, "  experts          max/mean device load %.3f (placed %.3f), EMA theta %g\n",
+                b->expert_factor, b->expert_factor_balanced, x->in.theta);
+    fprintf(f, "step time, even      %10.4f s\n", even);
+    fprintf(f, "  no balancing       %10.4f s  %+6.1f%%\n", b->imbalanced_step_time_s,
+            100 * (b->imbalanced_step_time_s / even - 1));
+    if (x->in.trace)
+        fprintf(f, "  experts placed     %10.4f s  %+6.1f%%\n", b->experts_step_time_s,
+                100 * (b->experts_step_time_s / even - 1));
+    if (x->in.samples)
+        fprintf(f, "  %-18s %10.4f s  %+6.1f%%\n",
+                x->in.trace ? "and data reordered" : "data reordered", b->balanced_step_time_s,
+                100 * (b->balanced_step_time_s / even - 1));
+    fprintf(f, "balancing gains %.1f%% (the step without balancing over the balanced one)\n",
+            100 * (b->imbalanced_step_time_s / b->balanced_step_time_s - 1));
+}
+
 static void print_text(FILE *f, const ps_estimate *e, const ps_transformer *m,
-                       const ps_hardware *hw, const ps_train *t, const ps_estimate_result *r)
+                       const ps_hardware *hw, const ps_train *t, const ps_estimate_result *r,
+                       const cli_edpb *x, const ps_edpb_result *imb)
 {
     const ps_schedule *s = ps_estimate_schedule(e);
     fprintf(f, "%s on %d x %s: tp %d pp %d vpp %d cp %d ep %d dp %d; gbs %lld mbs %d seq %d\n",
@@ -147,9 +175,32 @@ static void print_text(FILE *f, const ps_estimate *e, const ps_transformer *m,
     }
     fprintf(f, "peak %.2f GiB on rank %d of %.0f GiB: %s\n", r->peak_gib, r->peak_rank, hw->hbm_gib,
             r->fits ? "fits" : "DOES NOT FIT");
+    if (imb)
+        print_edpb_text(f, x, imb);
 }
 
-static void print_json(FILE *f, const ps_estimate *e, const ps_estimate_result *r)
+/* "imbalance": {...}, the step with the imbalance (docs/balance.md, "In the estimate"). */
+static void print_edpb_json(FILE *f, const cli_edpb *x, const ps_edpb_result *b)
+{
+    fprintf(f,
+            ",\"imbalance\":{\"samples\":%zu,\"expert_trace\":%s,\"theta\":%s,"
+            "\"even_step_time_s\":%s,\"unbalanced_step_time_s\":%s,"
+            "\"experts_placed_step_time_s\":%s,\"balanced_step_time_s\":%s,"
+            "\"expert_max_over_mean\":%s,\"expert_max_over_mean_placed\":%s,"
+            "\"replica_weight_max\":%s,\"replica_weight_max_reordered\":%s,"
+            "\"slowest_replica\":%d,\"slowest_replica_reordered\":%d,"
+            "\"reorder_simulations\":%lld}",
+            x->in.n_samples, x->in.trace ? "true" : "false",
+            x->in.trace ? CLI_NUM(x->in.theta) : "null", CLI_NUM(b->even_step_time_s),
+            CLI_NUM(b->imbalanced_step_time_s), CLI_NUM(b->experts_step_time_s),
+            CLI_NUM(b->balanced_step_time_s), CLI_NUM(b->expert_factor),
+            CLI_NUM(b->expert_factor_balanced), CLI_NUM(b->data_imbalance),
+            CLI_NUM(b->data_imbalance_balanced), (int)b->slowest_replica,
+            (int)b->slowest_replica_balanced, (long long)b->evals);
+}
+
+static void print_json(FILE *f, const ps_estimate *e, const ps_estimate_result *r,
+                       const cli_edpb *x, const ps_edpb_result *imb)
 {
     const ps_schedule *s = ps_estimate_schedule(e);
     fprintf(f,
@@ -174,12 +225,16 @@ static void print_json(FILE *f, const ps_estimate *e, const ps_estimate_result *
                 CLI_NUM(m.activations), CLI_NUM(m.overhead), CLI_NUM(m.total),
                 (long long)m.peak_inflight);
     }
-    fprintf(f, "]},\"fits\":%s}\n", r->fits ? "true" : "false");
+    fprintf(f, "]},\"fits\":%s", r->fits ? "true" : "false");
+    if (imb)
+        print_edpb_json(f, x, imb);
+    fprintf(f, "}\n");
 }
 
 /* Prints the result to -o FILE or stdout; returns the exit status. */
 static int print_result(const cli_opts *o, const ps_estimate *e, const ps_transformer *m,
-                        const ps_hardware *hw, const ps_train *t)
+                        const ps_hardware *hw, const ps_train *t, const cli_edpb *x,
+                        const ps_edpb_result *imb)
 {
     ps_estimate_result r;
     ps_estimate_result_get(e, &r);
@@ -189,9 +244,9 @@ static int print_result(const cli_opts *o, const ps_estimate *e, const ps_transf
         return EXIT_USAGE;
     }
     if (o->json)
-        print_json(f, e, &r);
+        print_json(f, e, &r, x, imb);
     else
-        print_text(f, e, m, hw, t, &r);
+        print_text(f, e, m, hw, t, &r, x, imb);
     if (o->output && fclose(f)) {
         fprintf(stderr, "pipesched: writing %s failed: %s\n", o->output, strerror(errno));
         return EXIT_INTERNAL;
@@ -267,6 +322,8 @@ static int estimate_main(const cli_opts *o)
     char layout[LAYOUT_LEN];
     int ex = check_svg(o);
     if (!ex)
+        ex = cli_edpb_check(o, "estimate");
+    if (!ex)
         ex = load_config(o, &model, &hw, &train, layout);
     if (!ex && o->model)
         ex = cli_load_model(o->model, &model);
@@ -285,10 +342,24 @@ static int estimate_main(const cli_opts *o)
     int rc = ps_estimate_new(&e, NULL);
     if (rc)
         return cli_report("estimate", rc, NULL);
-    rc = ps_estimate_run(e, &model, &hw, &train);
-    ex = rc ? cli_report("estimate", rc, ps_estimate_last_error(e)) : write_files(o, e);
+    cli_edpb x;
+    ps_edpb_result imb;
+    const ps_edpb_result *with = NULL;
+    ex = cli_edpb_load(o, &model, &train, &x);
+    if (!ex && cli_edpb_wanted(o)) {
+        char err[ERR_LEN] = "";
+        rc = ps_edpb_estimate(e, &model, &hw, &train, &x.in, &imb, NULL, NULL, err, sizeof err);
+        ex = rc ? cli_report("estimate", rc, err) : EXIT_OK;
+        with = &imb;
+    } else if (!ex) {
+        rc = ps_estimate_run(e, &model, &hw, &train);
+        ex = rc ? cli_report("estimate", rc, ps_estimate_last_error(e)) : EXIT_OK;
+    }
     if (!ex)
-        ex = print_result(o, e, &model, &hw, &train);
+        ex = write_files(o, e);
+    if (!ex)
+        ex = print_result(o, e, &model, &hw, &train, &x, with);
+    cli_edpb_free(&x);
     ps_estimate_free(e);
     return ex;
 }
@@ -305,8 +376,17 @@ const cli_command cli_cmd_estimate = {
              "file) and the parallel setup; simulates the iteration with the schedule; prints\n"
              "the step time, tokens/s per GPU, MFU, the bubble, the exposed communication by\n"
              "kind and the memory of every pipeline rank (docs/model.md). --trace and --svg\n"
-             "show the simulated step on a time axis in seconds.",
+             "show the simulated step on a time axis in seconds. --samples and --expert-load\n"
+             "(or their synthetic forms) add the step time with uneven micro-batches and\n"
+             "expert loads, without balancing and with the expert placement and the data\n"
+             "reordering (docs/balance.md); the other figures stay those of the even step.",
     .option_help = {{"json", "the estimate as JSON"},
+                    {"samples", "the global batch, one sample per line (its document\n"
+                                "lengths, 512,2048,128): the step time with these uneven\n"
+                                "micro-batches, in input order and reordered"},
+                    {"synthetic-experts", "instead of --expert-load: a seeded trace for the\n"
+                                          "model's MoE layers,\n"
+                                          "zipf:S[,drift:X][,seed:N][,steps:T][,tokens:K]"},
                     {"trace", "write the step as a Chrome/Perfetto trace in seconds, the\n"
                               "data-parallel and optimizer tail of every rank included"}},
     .run = estimate_main,

@@ -462,10 +462,30 @@ const cli_option cli_options[] = {
     {.name = "samples",
      STRING(samples),
      .metavar = "FILE",
-     .commands = BALANCE_DATA,
+     .commands = BALANCE_DATA " " EST,
      .help = "the global batch: one sample per line, its document\n"
              "lengths (512,2048,128); required",
-     .doc = "A length is a whole number from 1 to 10⁹; an error names the line and the column."},
+     .doc = "A length is a whole number from 1 to 10⁹; an error names the line and the column. "
+            "`estimate`: the step time with these uneven micro-batches, without and with the "
+            "data reordering (docs/balance.md)."},
+    {.name = "synthetic-samples",
+     STRING(synthetic_samples),
+     .metavar = "SPEC",
+     .commands = EST,
+     .help = "instead of --samples: gbs seeded samples of seq tokens,\n"
+             "documents of lognormal lengths packed in order:\n"
+             "lognormal:MU,SIGMA[,seed:N]",
+     .doc = "A document is round(exp(MU + SIGMA·z)) tokens, z standard normal; reproducible on "
+            "every platform (xoshiro256**); docs/balance.md."},
+    {.name = "expert-load",
+     STRING(expert_load),
+     .metavar = "FILE",
+     .commands = EST,
+     .help = "routing trace of the MoE layers (the formats of balance\n"
+             "experts --load): the step time with these expert loads,\n"
+             "at the identity and at the balanced placement",
+     .doc = "`-` reads standard input. The trace's experts must be the model's, its layers at "
+            "most the model's MoE layers; docs/balance.md."},
     {.name = "dp",
      .aliases = {"data-parallel-size"},
      INT(dp, 1, 1 << 24),
@@ -498,7 +518,7 @@ const cli_option cli_options[] = {
     {.name = "synthetic-experts",
      STRING(synthetic_experts),
      .metavar = "SPEC",
-     .commands = BALANCE_EXPERTS,
+     .commands = BALANCE_EXPERTS " " EST,
      .help = "instead of --load: a seeded trace for --model's MoE layers,\n"
              "zipf:S[,drift:X][,seed:N][,steps:T][,tokens:K]",
      .doc = "Reproducible on every platform (xoshiro256**); docs/balance.md."},
@@ -524,7 +544,7 @@ const cli_option cli_options[] = {
      DECIMAL(theta, 0, 0.999999),
      .metavar = "X",
      .def = "0.9",
-     .commands = BALANCE_EXPERTS,
+     .commands = BALANCE_EXPERTS " " EST,
      .help = "EMA factor of the load prediction (default 0.9)",
      .doc = "P(t+1) = X·P(t) + (1−X)·load(t), P(1) = load(0); docs/balance.md."},
     {.name = "from",
