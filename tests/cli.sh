@@ -838,6 +838,29 @@ step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^
 # shellcheck disable=SC2086
 expect 0 "tune's group command" -- "$bin" $cmd --json
 contains "$tmp/out" "\"step_time_s\":$step," "tune's group command reproduces the step time $step"
+# tune with the imbalance: rows ranked by the balanced step, which the row's command reproduces.
+# shellcheck disable=SC2086
+expect 0 "tune --synthetic-samples" -- "$bin" tune $tune --top 2 --threads 1 \
+    --synthetic-samples lognormal:7,1.5 --json
+contains "$tmp/out" '"imbalance":{"samples":true,"expert_trace":false,"step_time":"balanced"}' \
+    "tune --json names the imbalance"
+cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
+    head -1)
+step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' | head -1)
+grep -v '^{"search":' "$tmp/out" >"$tmp/tune-imb"
+# shellcheck disable=SC2086
+expect 0 "tune's first command with the imbalance" -- "$bin" $cmd --json
+contains "$tmp/out" "\"balanced_step_time_s\":$step," \
+    "tune's command reproduces the balanced step $step"
+# shellcheck disable=SC2086
+expect 0 "tune --synthetic-samples --no-prune" -- "$bin" tune $tune --top 2 --threads 1 \
+    --synthetic-samples lognormal:7,1.5 --json --no-prune
+grep -v '^{"search":' "$tmp/out" >"$tmp/tune-imb-np"
+same "$tmp/tune-imb" "$tmp/tune-imb-np" "tune with the imbalance: pruning off, the same answer"
+# shellcheck disable=SC2086
+expect 2 "tune --samples, not gbs samples" -- "$bin" tune $tune --samples "$tmp/est-uniform.txt"
+contains "$tmp/err" "samples: 32 given; the global batch is gbs 16 samples" \
+    "tune names the sample count"
 # --draw N --svg FILE: the timeline of row N, whose title carries that row's step time.
 # shellcheck disable=SC2086
 expect 2 "tune --draw without --svg" -- "$bin" tune $tune --draw 1

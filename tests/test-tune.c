@@ -1268,6 +1268,107 @@ START_TEST(known_answers)
 }
 END_TEST
 
+/* ---- the imbalance (ps_tune_set_imbalance) -------------------------------------------------- */
+
+/* Skewed samples and loads for the small models: GBS packed samples, a Zipf trace. */
+typedef struct imb_inputs {
+    ps_sample x[GBS];
+    ps_expert_trace *tr;
+    ps_edpb_input in;
+} imb_inputs;
+
+static void imb_make(imb_inputs *v, const ps_transformer *m, int with_trace)
+{
+    char err[256];
+    ck_assert_int_eq(
+        ps_samples_synthetic("lognormal:5,1.5,seed:2", SEQ, v->x, GBS, err, sizeof err), 0);
+    v->tr = NULL;
+    if (with_trace) {
+        ck_assert_int_eq(ps_expert_trace_new(&v->tr, NULL), 0);
+        ck_assert_int_eq(ps_expert_trace_synthetic(v->tr, "zipf:1.2,seed:3,steps:3",
+                                                   m->layers - m->first_dense, m->experts),
+                         0);
+    }
+    v->in = (ps_edpb_input){v->x, GBS, v->tr, 0.9, 50};
+}
+
+/* With the imbalance, pruning changes nothing, no bound is broken, and every row's step is
+ * ps_edpb_estimate's balanced step of its configuration. */
+START_TEST(imbalance_prune_same)
+{
+    ps_transformer models[] = {dense_model(), moe_model()};
+    for (int i = 0; i < 2; i++) {
+        ps_hardware hw = small_hw();
+        hw.hbm_gib = 80;
+        imb_inputs v;
+        imb_make(&v, &models[i], i == 1);
+        ps_tune_job j = small_job(1);
+        ps_tune *on, *off;
+        ck_assert_int_eq(ps_tune_new(&on, NULL), 0);
+        ck_assert_int_eq(ps_tune_new(&off, NULL), 0);
+        ck_assert_int_eq(ps_tune_set_imbalance(on, &v.in), 0);
+        ck_assert_int_eq(ps_tune_set_imbalance(off, &v.in), 0);
+        ck_assert_msg(ps_tune_run(on, &models[i], &hw, &j) == 0, "%s", ps_tune_last_error(on));
+        j.no_prune = 1;
+        ck_assert_msg(ps_tune_run(off, &models[i], &hw, &j) == 0, "%s", ps_tune_last_error(off));
+        ps_tune_stats a, b;
+        ps_tune_stats_get(on, &a);
+        ps_tune_stats_get(off, &b);
+        ck_assert_uint_eq(a.bound_breaks, 0);
+        ck_assert_uint_eq(b.bound_breaks, 0);
+        ck_assert_uint_eq(a.simulated + a.pruned, b.simulated);
+        ck_assert_msg(a.pruned > 0, "%s: nothing pruned, the test proves nothing", models[i].name);
+        same_answer(on, off);
+        ps_estimate *e;
+        ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+        for (size_t r = 0; r < ps_tune_front_count(on); r++) {
+            ps_tune_row row;
+            ps_tune_front(on, r, &row);
+            ps_train tr;
+            ps_tune_config_train(&j, &row.config, &tr);
+            ps_edpb_result ir;
+            char err[256];
+            ck_assert_int_eq(
+                ps_edpb_estimate(e, &models[i], &hw, &tr, &v.in, &ir, NULL, NULL, err, sizeof err),
+                0);
+            ck_assert(row.result.step_time_s == ir.balanced_step_time_s);
+            ck_assert(row.result.peak_gib > 0);
+        }
+        ps_estimate_free(e);
+        ps_tune_free(on);
+        ps_tune_free(off);
+        ps_expert_trace_free(v.tr);
+    }
+}
+END_TEST
+
+/* A sample count other than gbs, or a trace of other experts, stops the run. */
+START_TEST(imbalance_bad_input)
+{
+    ps_transformer m = moe_model();
+    ps_hardware hw = small_hw();
+    imb_inputs v;
+    imb_make(&v, &m, 1);
+    ps_tune_job j = small_job(1);
+    ps_tune *t;
+    ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+    v.in.n_samples = GBS - 1;
+    ck_assert_int_eq(ps_tune_set_imbalance(t, &v.in), 0);
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_tune_last_error(t), "samples: 7 given"));
+    v.in.n_samples = GBS;
+    ck_assert_int_eq(ps_expert_trace_load(v.tr, "1,2,3\n", 6), 0);
+    ck_assert_int_eq(ps_tune_set_imbalance(t, &v.in), 0);
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_tune_last_error(t), "1 layers of 3 experts"));
+    ck_assert_int_eq(ps_tune_set_imbalance(NULL, &v.in), PS_EINVAL);
+    ck_assert_int_eq(ps_tune_set_imbalance(t, NULL), 0); /* cleared: a plain search */
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), 0);
+    ps_tune_free(t);
+    ps_expert_trace_free(v.tr);
+}
+END_TEST
+
 static Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -1291,6 +1392,8 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, parts_same);
     tcase_add_test(tc, parts_shared_bound);
     tcase_add_test(tc, parts_pack_errors);
+    tcase_add_test(tc, imbalance_prune_same);
+    tcase_add_test(tc, imbalance_bad_input);
     suite_add_tcase(s, tc);
     /* About 3 CPU s in all (bench/README.md has the search's speed). */
     TCase *known = tcase_create("known");

@@ -27,6 +27,7 @@
 #ifndef PIPESCHED_TUNE_H
 #define PIPESCHED_TUNE_H
 
+#include <pipesched/balance.h>
 #include <pipesched/model.h>
 
 #include <stddef.h>
@@ -139,6 +140,18 @@ PS_EXTERN const char *ps_tune_last_error(const ps_tune *t);
  * 64). */
 PS_EXTERN int ps_tune_allow(ps_tune *t, int knob, const int32_t *values, size_t n);
 PS_EXTERN int ps_tune_max(ps_tune *t, int knob, int32_t max);
+
+/*
+ * The imbalance of the next runs (docs/tune.md, "With the imbalance"): every candidate is
+ * scored by ps_edpb_estimate with in (its own dp, micro-batches, mbs and EP group change the
+ * round-robin, the reordering and the placement), and ranked by its balanced step time (the
+ * placed experts and the reordered samples): its row holds the even estimate's figures but
+ * the step time, tokens/s/GPU, model TFLOP/s and MFU of the balanced step. in is copied, its
+ * samples and trace borrowed until the next call; NULL (or no samples and no trace) clears.
+ * ps_tune_run then refuses (PS_ECONFIG) a sample count other than the job's gbs and a trace
+ * of other experts or more layers than the model's MoE layers. Returns 0 or PS_EINVAL.
+ */
+PS_EXTERN int ps_tune_set_imbalance(ps_tune *t, const ps_edpb_input *in);
 
 /* The dominant gap of a configuration: what its step spends most on besides compute. */
 enum { PS_GAP_BUBBLE, PS_GAP_TP, PS_GAP_CP, PS_GAP_EP, PS_GAP_PP, PS_GAP_DP, PS_GAP_OPTIMIZER };

@@ -25,6 +25,8 @@ int cli_edpb_check(const cli_opts *o, const char *cmd)
         msg = "give --samples or --synthetic-samples, not both";
     else if (o->expert_load && o->synthetic_experts)
         msg = "give --expert-load or --synthetic-experts, not both";
+    else if (o->max_evals > 0 && !o->samples && !o->synthetic_samples)
+        msg = "--max-evals bounds the data reordering: it needs --samples or --synthetic-samples";
     else if (o->theta >= 0 && !o->expert_load && !o->synthetic_experts)
         msg = "--theta is the EMA of an expert load: it needs --expert-load or "
               "--synthetic-experts";
@@ -113,6 +115,7 @@ int cli_edpb_load(const cli_opts *o, const ps_transformer *m, const ps_train *t,
 {
     memset(x, 0, sizeof *x);
     x->in.theta = o->theta >= 0 ? o->theta : 0.9;
+    x->in.max_evals = o->max_evals > 0 ? o->max_evals : 0;
     int ex = EXIT_OK;
     if (o->samples)
         ex = read_samples(o->samples, x);

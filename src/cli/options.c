@@ -462,16 +462,17 @@ const cli_option cli_options[] = {
     {.name = "samples",
      STRING(samples),
      .metavar = "FILE",
-     .commands = BALANCE_DATA " " EST,
+     .commands = BALANCE_DATA " " EST " tune",
      .help = "the global batch: one sample per line, its document\n"
              "lengths (512,2048,128); required",
      .doc = "A length is a whole number from 1 to 10⁹; an error names the line and the column. "
             "`estimate`: the step time with these uneven micro-batches, without and with the "
-            "data reordering (docs/balance.md)."},
+            "data reordering; `tune`: every candidate's step with them, reordered "
+            "(docs/balance.md)."},
     {.name = "synthetic-samples",
      STRING(synthetic_samples),
      .metavar = "SPEC",
-     .commands = EST,
+     .commands = EST " tune",
      .help = "instead of --samples: gbs seeded samples of seq tokens,\n"
              "documents of lognormal lengths packed in order:\n"
              "lognormal:MU,SIGMA[,seed:N]",
@@ -480,7 +481,7 @@ const cli_option cli_options[] = {
     {.name = "expert-load",
      STRING(expert_load),
      .metavar = "FILE",
-     .commands = EST,
+     .commands = EST " tune",
      .help = "routing trace of the MoE layers (the formats of balance\n"
              "experts --load): the step time with these expert loads,\n"
              "at the identity and at the balanced placement",
@@ -503,9 +504,11 @@ const cli_option cli_options[] = {
     {.name = "max-evals",
      INT(max_evals, 1, 1LL << 40),
      .metavar = "N",
-     .def = "3·10⁵ / (1 + actions / 50): about 0.3 s",
-     .commands = BALANCE_DATA,
-     .help = "simulations the search may run (its time: a few us each)"},
+     .def = "3·10⁵ / (1 + actions / 50): about 0.3 s; tune: 200",
+     .commands = BALANCE_DATA " " EST " tune",
+     .help = "simulations the search may run (its time: a few us each)",
+     .doc = "`estimate` and `tune`: the data reordering's, per estimate or candidate "
+            "(docs/balance.md)."},
 
     /* balance experts (docs/balance.md) */
     {.name = "load",
@@ -518,7 +521,7 @@ const cli_option cli_options[] = {
     {.name = "synthetic-experts",
      STRING(synthetic_experts),
      .metavar = "SPEC",
-     .commands = BALANCE_EXPERTS " " EST,
+     .commands = BALANCE_EXPERTS " " EST " tune",
      .help = "instead of --load: a seeded trace for --model's MoE layers,\n"
              "zipf:S[,drift:X][,seed:N][,steps:T][,tokens:K]",
      .doc = "Reproducible on every platform (xoshiro256**); docs/balance.md."},
@@ -544,7 +547,7 @@ const cli_option cli_options[] = {
      DECIMAL(theta, 0, 0.999999),
      .metavar = "X",
      .def = "0.9",
-     .commands = BALANCE_EXPERTS " " EST,
+     .commands = BALANCE_EXPERTS " " EST " tune",
      .help = "EMA factor of the load prediction (default 0.9)",
      .doc = "P(t+1) = X·P(t) + (1−X)·load(t), P(1) = load(0); docs/balance.md."},
     {.name = "from",

@@ -18,6 +18,8 @@
 #define SPEC_LIMIT (16u << 20)
 #define ERR_LEN 1024
 
+/* The data reordering's simulations per candidate, without --max-evals (bench/README.md). */
+#define TUNE_REORDER_EVALS 200
 /* --model and --hardware: a built-in name or a file, as estimate reads them (estimate.c). */
 static int load_spec(const char *what, const char *arg, ps_transformer *m, ps_hardware *hw)
 {
@@ -443,6 +445,23 @@ static void command_text(FILE *f, const cli_opts *o, const ps_transformer *m,
         fprintf(f, " --extra-warmup %d", k[PS_KNOB_WARMUP]);
     if (k[PS_KNOB_SPLIT])
         fprintf(f, " --split-backward");
+    /* The imbalance: the estimate's balanced step is the row's. */
+    static const struct {
+        const char *name;
+        size_t at;
+    } imb[] = {{"samples", offsetof(cli_opts, samples)},
+               {"synthetic-samples", offsetof(cli_opts, synthetic_samples)},
+               {"expert-load", offsetof(cli_opts, expert_load)},
+               {"synthetic-experts", offsetof(cli_opts, synthetic_experts)}};
+    for (size_t i = 0; i < sizeof imb / sizeof imb[0]; i++) {
+        const char *v = *(const char *const *)(const void *)((const char *)o + imb[i].at);
+        if (v)
+            fprintf(f, " --%s %s", imb[i].name, v);
+    }
+    if (o->theta >= 0)
+        fprintf(f, " --theta %.17g", o->theta);
+    if (o->samples || o->synthetic_samples)
+        fprintf(f, " --max-evals %lld", o->max_evals > 0 ? o->max_evals : TUNE_REORDER_EVALS);
 }
 
 static void print_search(FILE *f, const ps_tune_stats *st)
@@ -597,6 +616,19 @@ static void print_text(FILE *f, const cli_opts *o, const ps_transformer *m, cons
             fprintf(f, "%d GPUs, ", res->g.n[i]);
         print_search(f, &res->st[i]);
     }
+    if (cli_edpb_wanted(o))
+        fprintf(f,
+                "step times with the imbalance of %s%s%s, balanced (placed experts, reordered "
+                "samples; docs/balance.md)\n",
+                o->samples             ? o->samples
+                : o->synthetic_samples ? o->synthetic_samples
+                                       : "",
+                (o->samples || o->synthetic_samples) && (o->expert_load || o->synthetic_experts)
+                    ? " and "
+                    : "",
+                o->expert_load         ? o->expert_load
+                : o->synthetic_experts ? o->synthetic_experts
+                                       : "");
     fprintf(f, "\ntop %zu by step time%s:\n", res->ntop, multi ? " across the GPU counts" : "");
     print_rows(f, o, m, res->top, res->ntop, limit, multi);
     fprintf(f, "\nPareto front, step time against peak memory%s:\n", multi ? " and GPU count" : "");
@@ -712,6 +744,12 @@ static void print_json(FILE *f, const cli_opts *o, const ps_transformer *m, cons
         json_search(f, &res->st[0], 0);
         fprintf(f, ",\n");
     }
+    if (cli_edpb_wanted(o))
+        fprintf(f,
+                "\"imbalance\":{\"samples\":%s,\"expert_trace\":%s,\"step_time\":"
+                "\"balanced\"},\n",
+                o->samples || o->synthetic_samples ? "true" : "false",
+                o->expert_load || o->synthetic_experts ? "true" : "false");
     fprintf(f, "\"limit_gib\":%s,\n\"top\":[", CLI_NUM(limit));
     for (size_t i = 0; i < res->ntop; i++) {
         fprintf(f, "%s\n", i ? "," : "");
@@ -991,10 +1029,12 @@ static int check_pareto_svg(const cli_opts *o)
 /* The search of one GPU count into res->t[i] and res->st[i]; mpi: split over the processes of
  * mpirun, every one of which calls this. */
 static int search_one(const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
-                      result *res, size_t i, ps_tune_job job, int mpi)
+                      result *res, size_t i, ps_tune_job job, int mpi, const cli_edpb *x)
 {
     int rc = ps_tune_new(&res->t[i], NULL);
     int ex = rc ? cli_report("tune", rc, NULL) : EXIT_OK;
+    if (!ex && cli_edpb_wanted(o) && (rc = ps_tune_set_imbalance(res->t[i], &x->in)))
+        ex = cli_report("tune", rc, NULL);
     named nm;
     for (int k = 0; k < PS_KNOBS; k++)
         nm.by[k] = -1;
@@ -1051,6 +1091,8 @@ static int tune_main(const cli_opts *opts)
     if (!ex)
         ex = check_pareto_svg(o);
     if (!ex)
+        ex = cli_edpb_check(o, "tune");
+    if (!ex)
         ex = load_spec("model", o->model, &model, NULL);
     if (!ex)
         ex = load_spec("hardware", o->hardware, NULL, &hw);
@@ -1078,8 +1120,18 @@ static int tune_main(const cli_opts *opts)
     job.record_all = o->csv != NULL;
     if (!mpi && isatty(STDERR_FILENO))
         job.progress = progress_bar;
+    /* The imbalance (docs/balance.md): the synthetic samples are the job's gbs samples. */
+    cli_edpb x;
+    ps_train jt;
+    ps_train_init(&jt);
+    jt.gbs = job.gbs, jt.seq = job.seq;
+    ex = cli_edpb_load(o, &model, &jt, &x);
+    if (mpi) /* a samples or trace file one process cannot read fails them all */
+        ex = cli_mpi_agree(ex);
+    if (o->max_evals <= 0) /* a reordering per candidate: a small budget */
+        x.in.max_evals = TUNE_REORDER_EVALS;
     for (size_t i = 0; i < res.g.count && !ex; i++)
-        ex = search_one(o, &model, &hw, &res, i, job, mpi);
+        ex = search_one(o, &model, &hw, &res, i, job, mpi, &x);
     int root = rank == 0;
     if (!ex && root)
         ex = merge(&res, (size_t)job.top_k);
@@ -1094,6 +1146,7 @@ static int tune_main(const cli_opts *opts)
     cli_mpi_end();
     for (size_t i = 0; i < res.g.count; i++)
         ps_tune_free(res.t[i]);
+    cli_edpb_free(&x);
     free(res.top);
     free(res.front);
     cJSON_Delete(cw.root);
@@ -1115,7 +1168,13 @@ const cli_command cli_cmd_tune = {
              "of each, the Pareto front of step time against peak memory and the rejections\n"
              "(docs/tune.md).",
     .option_help = {{"json", "the ranking, the front, the rejections and the search's\n"
-                             "figures as JSON"}},
+                             "figures as JSON"},
+                    {"samples", "the global batch (gbs lines of document lengths,\n"
+                                "512,2048,128): every candidate's step with these uneven\n"
+                                "micro-batches, reordered, ranks it"},
+                    {"synthetic-experts", "instead of --expert-load: a seeded trace for the\n"
+                                          "model's MoE layers,\n"
+                                          "zipf:S[,drift:X][,seed:N][,steps:T][,tokens:K]"}},
     .run = tune_main,
     .before_parse = cli_mpi_quiet,
 };

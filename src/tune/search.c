@@ -14,6 +14,8 @@
 
 #include "model/estimate.h"
 
+#include <pipesched/balance.h>
+
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -92,6 +94,12 @@ struct ps_tune {
     uint64_t owned;             /* the candidates of that share */
     double shared;              /* the last time the calling thread called part.share */
     double t0, reported;        /* the start; the last progress call */
+    /* ps_tune_set_imbalance: the inputs (borrowed; have_imb 0: none) and, during a run, the
+     * samples' times sorted ascending as prefix sums (n_samples + 1) for the bound. */
+    ps_edpb_input imb;
+    int have_imb;
+    double *prefix;
+    size_t nprefix;
     int have;
     char err[PS__ERRLEN];
 };
@@ -136,11 +144,19 @@ static void clear_results(ps_tune *t)
     t->have = 0;
 }
 
+static void free_prefix(ps_tune *t)
+{
+    ps__free(&t->al, t->prefix, t->nprefix, sizeof *t->prefix);
+    t->prefix = NULL;
+    t->nprefix = 0;
+}
+
 void ps_tune_free(ps_tune *t)
 {
     if (!t)
         return;
     clear_results(t);
+    free_prefix(t);
     ps_allocator a = t->al;
     ps__free(&a, t, 1, sizeof *t);
 }
@@ -429,6 +445,38 @@ static void report(ps_tune *t, int final)
     j->progress(j->progress_ud, &p);
 }
 
+/*
+ * With the imbalance (ps_tune_set_imbalance), the step a candidate is ranked by is the
+ * balanced one (ps_edpb_estimate: placed experts, reordered samples). The estimate's bound is
+ * of micro-batches of weight 1 and even expert loads. Even loads are the fastest (the factors
+ * are >= 1 and only lengthen durations), but a reordering may put light micro-batches where
+ * the pipeline's ramps make them count, so the step may fall below the even one. Every
+ * micro-batch weighs at least w = (the mbs lightest samples) / (the mean slot), and the bound
+ * of durations all scaled by w (w <= 1) is at least w times the bound of the even durations
+ * (the transfers and the tail are not scaled): so w times the even bound bounds the step.
+ */
+static double imbalance_bound(const ps_tune *t, int32_t mbs)
+{
+    size_t n = t->nprefix - 1;
+    if (!t->imb.samples || mbs < 1 || (size_t)mbs > n || !(t->prefix[n] > 0))
+        return 1.0;
+    double mean_slot = t->prefix[n] * mbs / (double)n;
+    double w = t->prefix[mbs] / mean_slot;
+    return w < 1 ? w : 1.0;
+}
+
+/* The row of a candidate with the imbalance: the even estimate's figures with the balanced
+ * step time, and the throughput and MFU of that step. */
+static void balanced_result(const ps_estimate *e, const ps_edpb_result *ir, ps_estimate_result *out)
+{
+    ps_estimate_result_get(e, out);
+    double even = out->step_time_s, step = ir->balanced_step_time_s;
+    out->step_time_s = step;
+    out->tokens_per_s_per_gpu *= even / step;
+    out->model_tflops_per_gpu *= even / step;
+    out->mfu *= even / step;
+}
+
 static int evaluate(worker *w, uint64_t idx)
 {
     ps_tune *t = w->t;
@@ -472,6 +520,8 @@ static int evaluate(worker *w, uint64_t idx)
         memset(&lb, 0, sizeof lb);
         lb.mem_gib = ch.static_gib;
     }
+    if (t->have_imb) /* the lightest micro-batches the samples can make (imbalance_bound) */
+        lb.step_s *= imbalance_bound(t, row.config.knob[PS_KNOB_MBS]);
     if (lb.step_s < ch.step_lb_s)
         lb.step_s = ch.step_lb_s; /* both are lower bounds */
     if (!lb.mem_exact && lb.mem_gib < ch.static_gib)
@@ -492,16 +542,29 @@ static int evaluate(worker *w, uint64_t idx)
         return 0;
     }
     w->simulated++;
-    rc = ps_estimate_run(w->e, s->m, s->hw, &tr);
+    const char *msg;
+    if (t->have_imb) {
+        ps_edpb_result ir;
+        w->err[0] = 0;
+        rc = ps_edpb_estimate(w->e, s->m, s->hw, &tr, &t->imb, &ir, NULL, NULL, w->err,
+                              sizeof w->err);
+        msg = w->err;
+        if (!rc)
+            balanced_result(w->e, &ir, &row.result);
+    } else {
+        rc = ps_estimate_run(w->e, s->m, s->hw, &tr);
+        msg = ps_estimate_last_error(w->e);
+        if (!rc)
+            ps_estimate_result_get(w->e, &row.result);
+    }
     if (rc == PS_ENOMEM || rc == PS_EINTERNAL)
-        return ps__seterr(w->err, rc, "%s", ps_estimate_last_error(w->e));
+        return ps__seterr(w->err, rc, "%s", msg);
     if (rc) {
         char key[KEY_LEN];
-        normalise(ps_estimate_last_error(w->e), key, sizeof key);
+        normalise(msg, key, sizeof key);
         w->failed++;
-        return count_dynamic(w, idx, ST_FAILED, key, ps_estimate_last_error(w->e), 0);
+        return count_dynamic(w, idx, ST_FAILED, key, msg, 0);
     }
-    ps_estimate_result_get(w->e, &row.result);
     if (row.result.step_time_s < lb.step_s * (1 - 1e-12) ||
         row.result.peak_gib < lb.mem_gib * (1 - 1e-12))
         w->breaks++;
@@ -827,6 +890,64 @@ static void merge_stats(ps_tune *t, worker *w, int n, double seconds)
     st->limit_gib = t->sp.limit_gib;
 }
 
+int ps_tune_set_imbalance(ps_tune *t, const ps_edpb_input *in)
+{
+    if (!t || (in && in->n_samples && !in->samples))
+        return PS_EINVAL;
+    t->have_imb = in && (in->samples || in->trace);
+    if (t->have_imb)
+        t->imb = *in;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* What every candidate shares: the sample count is the global batch, the trace fits the
+ * model; the sorted sample times' prefix sums for imbalance_bound. */
+static int imbalance_setup(ps_tune *t, const ps_transformer *m, const ps_hardware *hw,
+                           const ps_tune_job *job)
+{
+    const ps_edpb_input *in = &t->imb;
+    free_prefix(t);
+    if (in->trace) {
+        int32_t steps, layers, experts, moe = m->experts > 0 ? m->layers - m->first_dense : 0;
+        if (ps_expert_trace_shape(in->trace, &steps, &layers, &experts))
+            return ps__seterr(t->err, PS_ECONFIG, "expert load: the trace is empty");
+        if (experts != m->experts || layers > moe)
+            return ps__seterr(t->err, PS_ECONFIG,
+                              "expert load: the trace has %d layers of %d experts; model %s has "
+                              "%d MoE layers of %d experts",
+                              (int)layers, (int)experts, m->name, (int)moe, (int)m->experts);
+    }
+    if (!in->samples)
+        return 0;
+    if ((double)in->n_samples != (double)job->gbs)
+        return ps__seterr(t->err, PS_ECONFIG,
+                          "samples: %zu given; the global batch is gbs %lld samples (dp x "
+                          "micro-batches x mbs for every candidate)",
+                          in->n_samples, (long long)job->gbs);
+    ps_sample_model sm;
+    int rc = ps_sample_model_derive(m, hw, &sm, t->err, sizeof t->err);
+    if (rc)
+        return rc;
+    size_t n = in->n_samples;
+    t->prefix = ps__alloc(&t->al, n + 1, sizeof *t->prefix);
+    if (!t->prefix)
+        return ps__seterr(t->err, PS_ENOMEM, "out of memory");
+    t->nprefix = n + 1;
+    for (size_t i = 0; i < n; i++)
+        t->prefix[i + 1] = ps_sample_time(&sm, &in->samples[i]);
+    qsort(t->prefix + 1, n, sizeof *t->prefix, cmp_double);
+    t->prefix[0] = 0;
+    for (size_t i = 1; i <= n; i++)
+        t->prefix[i] += t->prefix[i - 1];
+    return 0;
+}
+
 int ps_tune_run(ps_tune *t, const ps_transformer *model, const ps_hardware *hw,
                 const ps_tune_job *job)
 {
@@ -845,6 +966,8 @@ int ps__tune_run_part(ps_tune *t, const ps_transformer *model, const ps_hardware
         return ps__seterr(t->err, PS_EINVAL, "ps_tune_run needs a model, hardware and a job");
     t->part = *part;
     int rc = ps__space_build(&t->sp, model, hw, job, &t->k, t->err);
+    if (!rc && t->have_imb)
+        rc = imbalance_setup(t, model, hw, job);
     if (rc)
         return rc;
     if (job->record_all) {
