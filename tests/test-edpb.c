@@ -238,6 +238,24 @@ START_TEST(edpb_two_replicas_by_hand)
     ck_assert_int_ne(rank[0], rank[2]); /* the long samples on two replicas */
     ck_assert_int_ne(rank[1], rank[3]);
     ck_assert(r.expert_factor == 1 && r.expert_factor_balanced == 1);
+    /* The slot weights of both assignments, by hand: the mean slot is (th + tl) / 2. */
+    double w[4], mean = (th + tl) / 2;
+    ck_assert_int_eq(ps_edpb_slot_weights(&m, &hw, x, 4, NULL, NULL, 2, 2, w, err, sizeof err), 0);
+    ck_assert_double_eq_tol(w[0], th / mean, 1e-12); /* replica 0, slot 0: sample 0 */
+    ck_assert_double_eq_tol(w[1], th / mean, 1e-12); /* replica 0, slot 1: sample 2 */
+    ck_assert_double_eq_tol(w[2], tl / mean, 1e-12);
+    ck_assert_double_eq_tol(w[3], tl / mean, 1e-12);
+    ck_assert_int_eq(ps_edpb_slot_weights(&m, &hw, x, 4, rank, slot, 2, 2, w, err, sizeof err), 0);
+    ck_assert_double_eq_tol(w[0] + w[1], 2, 1e-12);
+    ck_assert_double_eq_tol(w[2] + w[3], 2, 1e-12);
+    int32_t bad_rank[4] = {0, 1, 2, 0};
+    ck_assert_int_eq(ps_edpb_slot_weights(&m, &hw, x, 4, bad_rank, slot, 2, 2, w, err, sizeof err),
+                     PS_ECONFIG);
+    ck_assert_msg(strstr(err, "sample 2 at rank 2"), "%s", err);
+    ck_assert_int_eq(ps_edpb_slot_weights(&m, &hw, x, 3, NULL, NULL, 2, 2, w, err, sizeof err),
+                     PS_ECONFIG);
+    ck_assert_int_eq(ps_edpb_slot_weights(&m, &hw, x, 4, rank, NULL, 2, 2, w, err, sizeof err),
+                     PS_EINVAL);
     /* e holds the even estimate again. */
     ps_estimate_result er;
     ck_assert_int_eq(ps_estimate_result_get(e, &er), 0);

@@ -340,6 +340,21 @@ PS_EXTERN int ps_edpb_estimate(ps_estimate *e, const ps_transformer *model, cons
                                const ps_train *train, const ps_edpb_input *in, ps_edpb_result *out,
                                int32_t *rank, int32_t *slot, char *err, size_t errlen);
 
+/*
+ * The micro-batch weights ps_edpb_estimate gives an assignment of the n samples x (n a
+ * multiple of dp . microbatches; mbs = n / (dp . microbatches)): w[r . microbatches + j] is the
+ * predicted time of replica r's slot j (ps_sample_model_derive) over the mean slot time,
+ * exactly 1 everywhere when every slot takes the same time. rank and slot (n each) give the
+ * assignment, or both NULL for the input order round-robin. For drawing or simulating one
+ * replica (ps_estimate_set_microbatch_weights with w + r . microbatches). Returns 0; PS_EINVAL;
+ * PS_ECONFIG (n not a multiple, a rank or slot out of range, samples whose times sum to 0; the
+ * reason in err); PS_ENOMEM.
+ */
+PS_EXTERN int ps_edpb_slot_weights(const ps_transformer *model, const ps_hardware *hw,
+                                   const ps_sample *x, size_t n, const int32_t *rank,
+                                   const int32_t *slot, int32_t dp, int32_t microbatches, double *w,
+                                   char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -439,3 +439,56 @@ int ps_edpb_estimate(ps_estimate *e, const ps_transformer *model, const ps_hardw
         return rc;
     return run_even(&x, 1); /* e ends holding the even estimate */
 }
+
+int ps_edpb_slot_weights(const ps_transformer *model, const ps_hardware *hw, const ps_sample *x,
+                         size_t n, const int32_t *rank, const int32_t *slot, int32_t dp,
+                         int32_t microbatches, double *w, char *err, size_t errlen)
+{
+    if (!model || !hw || !x || !w || !rank != !slot)
+        return PS_EINVAL;
+    if (dp < 1 || microbatches < 1 || n == 0 || n % ((size_t)dp * (size_t)microbatches))
+        return ps__seterr_n(err, errlen, PS_ECONFIG,
+                            "slot weights: %zu samples do not fill dp %d x %d micro-batches", n,
+                            (int)dp, (int)microbatches);
+    edpb b;
+    memset(&b, 0, sizeof b);
+    b.model = model, b.hw = hw, b.err = err, b.errlen = errlen;
+    b.dp = dp, b.m = microbatches, b.n = n;
+    b.mbs = (int32_t)(n / ((size_t)dp * (size_t)microbatches));
+    ps_allocator al;
+    ps__alloc_init(&al, NULL);
+    b.al = &al;
+    b.t = ps__alloc(b.al, n, sizeof *b.t);
+    b.rank = ps__alloc(b.al, n, sizeof *b.rank);
+    b.slot = ps__alloc(b.al, n, sizeof *b.slot);
+    int rc = 0;
+    if (!b.t || !b.rank || !b.slot) {
+        rc = ps__seterr_n(err, errlen, PS_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (rank && (rank[i] < 0 || rank[i] >= dp || slot[i] < 0 || slot[i] >= microbatches)) {
+            rc = ps__seterr_n(err, errlen, PS_ECONFIG,
+                              "slot weights: sample %zu at rank %d, slot %d: outside dp %d x %d", i,
+                              (int)rank[i], (int)slot[i], (int)dp, (int)microbatches);
+            goto out;
+        }
+    }
+    ps_edpb_input in = {x, n, NULL, 0.9, 0};
+    if ((rc = sample_units(&b, &in)))
+        goto out;
+    if (rank) {
+        memcpy(b.rank, rank, n * sizeof *rank);
+        memcpy(b.slot, slot, n * sizeof *slot);
+    } else {
+        round_robin(&b);
+    }
+    b.w = w; /* the caller's dp x microbatches */
+    double heavy;
+    slot_weights(&b, &heavy);
+out:
+    ps__free(b.al, b.t, n, sizeof *b.t);
+    ps__free(b.al, b.rank, n, sizeof *b.rank);
+    ps__free(b.al, b.slot, n, sizeof *b.slot);
+    return rc;
+}
