@@ -168,6 +168,15 @@ contains "$tmp/out" "Interleaved1F1B" "list shows PyTorch aliases"
 expect 0 "demo" -- env -C "$tmp" "$bin" demo
 contains "$tmp/out" "Adaptive Pipe on Pangu Ultra MoE 718B" "demo shows Adaptive Pipe on Pangu"
 contains "$tmp/out" "hierarchical" "demo names the all-to-all choice"
+contains "$tmp/out" "== EDPB on Pangu Ultra MoE 718B in seconds" "demo shows EDPB on Pangu"
+contains "$tmp/out" "  Adaptive Pipe alone, imbalanced" "demo: the imbalanced step"
+contains "$tmp/out" "  + expert placement" "demo: the step with the expert placement"
+contains "$tmp/out" "  + data reordering" "demo: the step with the data reordering"
+contains "$tmp/out" "reports +25.5% of its +72.6%" "demo compares with the published gain"
+if "$bin" help draw >/dev/null 2>&1; then
+    contains "$tmp/pipesched-demo-edpb-before.svg" "<svg" "demo: the timeline before the reordering"
+    contains "$tmp/pipesched-demo-edpb-after.svg" "<svg" "demo: the timeline after the reordering"
+fi
 
 # plan: the overlap planner on a fused pair
 cat >"$tmp/plan.json" <<'JSON'
