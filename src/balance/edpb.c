@@ -395,12 +395,28 @@ static int data_half(edpb *x, const ps_edpb_input *in, ps_edpb_result *out, int3
     return 0;
 }
 
+static int edpb_run(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
+                    const ps_train *train, const ps_edpb_input *in, ps_edpb_result *out,
+                    int32_t *rank, int32_t *slot, char *err, size_t errlen);
+
 int ps_edpb_estimate(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
                      const ps_train *train, const ps_edpb_input *in, ps_edpb_result *out,
                      int32_t *rank, int32_t *slot, char *err, size_t errlen)
 {
     if (!e || !model || !hw || !train || !in || !out || (in->n_samples && !in->samples))
         return PS_EINVAL;
+    int rc = edpb_run(e, model, hw, train, in, out, rank, slot, err, errlen);
+    if (rc) { /* e keeps no imbalance: a later run or bound on it must not see one */
+        ps_estimate_set_microbatch_weights(e, NULL, 0);
+        ps_estimate_set_moe_imbalance(e, 1, 1);
+    }
+    return rc;
+}
+
+static int edpb_run(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
+                    const ps_train *train, const ps_edpb_input *in, ps_edpb_result *out,
+                    int32_t *rank, int32_t *slot, char *err, size_t errlen)
+{
     memset(out, 0, sizeof *out);
     out->expert_factor = out->expert_factor_balanced = 1;
     out->data_imbalance = out->data_imbalance_balanced = 1;

@@ -913,6 +913,10 @@ static int imbalance_setup(ps_tune *t, const ps_transformer *m, const ps_hardwar
 {
     const ps_edpb_input *in = &t->imb;
     free_prefix(t);
+    if (!(in->theta >= 0 && in->theta < 1) || in->max_evals < 0)
+        return ps__seterr(t->err, PS_ECONFIG,
+                          "imbalance: theta %g must be in [0, 1) and max_evals %lld >= 0",
+                          in->theta, (long long)in->max_evals);
     if (in->trace) {
         int32_t steps, layers, experts, moe = m->experts > 0 ? m->layers - m->first_dense : 0;
         if (ps_expert_trace_shape(in->trace, &steps, &layers, &experts))
