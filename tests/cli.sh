@@ -850,7 +850,7 @@ contains "$tmp/out" "\"step_time_s\":$step," "tune's group command reproduces th
 # tune with the imbalance: rows ranked by the balanced step, which the row's command reproduces.
 # shellcheck disable=SC2086
 expect 0 "tune --synthetic-samples" -- "$bin" tune $tune --top 2 --threads 1 \
-    --synthetic-samples lognormal:7,1.5 --json
+    --synthetic-samples lognormal:7,1.5 --max-evals 20 --json
 contains "$tmp/out" '"imbalance":{"samples":true,"expert_trace":false,"step_time":"balanced"}' \
     "tune --json names the imbalance"
 cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
@@ -863,7 +863,7 @@ contains "$tmp/out" "\"balanced_step_time_s\":$step," \
     "tune's command reproduces the balanced step $step"
 # shellcheck disable=SC2086
 expect 0 "tune --synthetic-samples --no-prune" -- "$bin" tune $tune --top 2 --threads 1 \
-    --synthetic-samples lognormal:7,1.5 --json --no-prune
+    --synthetic-samples lognormal:7,1.5 --max-evals 20 --json --no-prune
 grep -v '^{"search":' "$tmp/out" >"$tmp/tune-imb-np"
 same "$tmp/tune-imb" "$tmp/tune-imb-np" "tune with the imbalance: pruning off, the same answer"
 # shellcheck disable=SC2086
