@@ -341,10 +341,10 @@ static size_t brute_front(brute_row *rows, size_t n)
 }
 
 /* A search of the documented space with the group sizes pp and 2 pp (--allow group=1,2). */
-static ps_tune *tune_ok(const ps_transformer *m, const ps_hardware *hw, const ps_tune_job *j)
+/* The knobs the brute force adds to the default space (group 2; with brute_layouts 3 the
+ * automatic layout; with brute_adaptive adaptive's options). */
+static void brute_allows(ps_tune *t)
 {
-    ps_tune *t;
-    ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
     static const int32_t groups[] = {1, 2}, layouts[] = {0, 1, 2};
     ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_GROUP, groups, 2), 0);
     if (brute_layouts == 3)
@@ -354,6 +354,13 @@ static ps_tune *tune_ok(const ps_transformer *m, const ps_hardware *hw, const ps
         ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_WARMUP, warmups, 2), 0);
         ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_SPLIT, splits, 2), 0);
     }
+}
+
+static ps_tune *tune_ok(const ps_transformer *m, const ps_hardware *hw, const ps_tune_job *j)
+{
+    ps_tune *t;
+    ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+    brute_allows(t);
     int rc = ps_tune_run(t, m, hw, j);
     ck_assert_msg(rc == 0, "tune: %d %s", rc, ps_tune_last_error(t));
     return t;
@@ -976,6 +983,7 @@ static ps_tune *run_shares(const ps_transformer *m, const ps_hardware *hw, const
     for (uint32_t i = 0; i < parts; i++) {
         ps__tune_part part = {i, parts, kth ? share_exact : NULL, kth};
         ck_assert_int_eq(ps_tune_new(&t[i], NULL), 0);
+        brute_allows(t[i]); /* the space tune_ok searches */
         int rc = ps__tune_run_part(t[i], m, hw, j, &part);
         ck_assert_msg(rc == 0, "share %u of %u: %s", i, parts, ps_tune_last_error(t[i]));
         ps_tune_stats st;
