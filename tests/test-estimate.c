@@ -157,6 +157,34 @@ START_TEST(estimate_dense_by_hand)
 }
 END_TEST
 
+/*
+ * estimate_dense_by_hand in FP8: the GEMMs at 200e12 x 0.5 = 1e14 FLOP/s (U/2), the attention
+ * core still at the BF16 peak (4U), and each GEMM's activation operand cast to FP8 first at 4
+ * bytes an element (read bf16, write FP8 row- and column-wise): per token the QKV input h, the
+ * output projection's a.d_h = h, the MLP's input h and its down projection's f, so
+ * M8 = T.(20h + 4f + 4.(3h + f)) / 5e11 per layer, in F once and in I twice. Per layer
+ * F = 12U + 4U, I = 12U + 8U, W = 12U; the output layer's GEMM at the FP8 peak too.
+ */
+START_TEST(estimate_fp8_by_hand)
+{
+    ps_transformer m = small_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.precision = PS_PREC_FP8;
+    ps_estimate *e = run_ok(&m, &h, &t);
+    const double U = 1073741824.0 / 5e13, T = 1024, H = 1024, V = 32000, f = 4096;
+    const double out = 2 * T * H * V / 1e14, loss = 2 * 4 * T * V / 5e11;
+    const double M8 = T * (20 * H + 4 * f + 4 * (3 * H + f)) / 5e11;
+    const ps_problem *pb = ps_estimate_problem(e);
+    const ps_stage_cost *sc;
+    ck_assert_uint_eq(ps_problem_stage_costs(pb, &sc), 2);
+    near(sc[0].f, 32 * U + 2 * M8), near(sc[0].b, 40 * U + 4 * M8), near(sc[0].w, 24 * U);
+    near(sc[1].f, 32 * U + 2 * M8 + out + loss), near(sc[1].b, 40 * U + 4 * M8 + out + loss);
+    near(sc[1].w, 24 * U + out);
+    ps_estimate_free(e);
+}
+END_TEST
+
 /* Korthikanti et al.: 34.s.b.h/t with TP + SP (MHA, f = 4h, flash); sbh(10 + 24/t) with TP
  * alone; Megatron's s.b.h.(18 + 4f/h)/t for f != 4h; 2.s.b.h/t kept by a recomputed layer. */
 START_TEST(estimate_activation_closed_forms)
@@ -950,6 +978,7 @@ int main(void)
     Suite *su = suite_create("estimate");
     TCase *tc = tcase_create("dense");
     tcase_add_test(tc, estimate_dense_by_hand);
+    tcase_add_test(tc, estimate_fp8_by_hand);
     tcase_add_test(tc, estimate_activation_closed_forms);
     tcase_add_test(tc, estimate_bytes_per_param);
     tcase_add_loop_test(tc, estimate_every_family, 0, (int)ps_family_count());

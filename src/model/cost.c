@@ -126,7 +126,25 @@ void ps__layer_times(const ps__setup *u, int moe, ps__layer_s *o)
         double fs = (m->shared_ffn > 0 ? m->shared_ffn : fe) * m->shared_experts;
         mlp_b = half + 8.0 * k * h / u->ts + actb * k * fe / t + actb * fs / t;
     }
-    o->mem_attn = T * half / hbm;
+    /* FP8: every GEMM's activation operand is cast from bf16 first, a memory-bound kernel (TE's
+     * cast-transpose: 2 bytes read, 1 written row-wise and 1 column-wise for the weight
+     * gradient); the backward's output-gradient casts are in its doubled bytes. Operands on one
+     * device per token: the QKV (or MLA down-projection) input h, MLA's q and kv LoRA outputs,
+     * the output projection's input; the MLP's input h and its down projection's input; each
+     * routed copy's h and f_e/etp over the T.k.etp/t rows of a device; the shared experts'. */
+    double attn_b = half, cast = 4.0;
+    if (u->tr->precision == PS_PREC_FP8) {
+        double ql = mla ? (double)m->q_lora_rank + m->kv_lora_rank : 0.0;
+        attn_b += cast * (h + ql + at * v);
+        if (!moe) {
+            mlp_b += cast * (h + m->ffn / t);
+        } else {
+            double k = m->top_k, fe = m->moe_ffn > 0 ? m->moe_ffn : m->ffn;
+            double fs = (m->shared_ffn > 0 ? m->shared_ffn : fe) * m->shared_experts;
+            mlp_b += cast * (k * (u->etp * h + fe) / t + (fs > 0 ? h + fs / t : 0.0));
+        }
+    }
+    o->mem_attn = T * attn_b / hbm;
     o->mem_mlp = T * mlp_b / hbm;
     o->fixed = moe && !u->tr->moe_token_drop ? u->hw->moe_layer_us * 1e-6 : 0.0;
     /* TP with SP: an all-gather and a reduce-scatter of the T.h activations around attention
