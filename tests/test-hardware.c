@@ -154,7 +154,7 @@ START_TEST(hardware_presets_generic_efficiency)
         const char *name;
         double gemm, half, attn, intra, inter, moe;
     } want[] = {{"a100-80g", 0.8775, 536, 0.065, 1, 0.5938, 0},
-                {"h100-sxm", 0.7325, 24, 0.23, 0.7063, 1, 3875},
+                {"h100-sxm", 0.7, 200, 0.3, 0.98125, 1, 4062.5},
                 {"h800", 0.75, 128, 0.5, 0.8, 0.8, 0},
                 {"h200", 0.75, 128, 0.5, 0.8, 0.8, 0},
                 {"b200", 1, 640, 0.15, 0.2, 0.45, 3000},
@@ -289,7 +289,7 @@ START_TEST(hardware_file_base_overrides)
     ck_assert_double_eq(hw.hbm_gbps, 3350);
     ck_assert_double_eq(hw.intra_gbps, 450);
     ck_assert_int_eq(hw.devices_per_node, 8);
-    ck_assert_double_eq(hw.attn_eff, 0.23); /* h100-sxm's calibrated figure */
+    ck_assert_double_eq(hw.attn_eff, 0.3); /* h100-sxm's calibrated figure */
     /* Without "name", the base's name; the base is found case-insensitively. */
     ck_assert_int_eq(load("{\"base\": \"B200\", \"devices_per_node\": 4}", &hw, NULL, 0), 0);
     ck_assert_str_eq(hw.name, "b200");

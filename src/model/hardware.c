@@ -83,7 +83,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.7325, 0.23, 24, 0.7063, 1, 3875)},
+     CALIBRATED(0.7, 0.3, 200, 0.98125, 1, 4062.5)},
     /* H100 with NVLink cut to 400 GB/s both ways (export version). */
     {.name = "h800",
      .peak_tflops_bf16 = 989,
