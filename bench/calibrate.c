@@ -1,7 +1,7 @@
 /*
  * Calibration of the performance model against published step times.
  *
- *   pipesched-calibrate CALIBRATION.csv [--no-fit]
+ *   pipesched-calibrate CALIBRATION.csv [--no-fit] [--only GPU] [--pool]
  *   pipesched-calibrate --speed
  *
  * The CSV is shared/reference/steptimes/calibration.csv (not in the repository). Each row is
@@ -9,14 +9,17 @@
  * its step time. The program prints:
  *   1. every row with the generic (uncalibrated) efficiency figures, and the rows it skips
  *      with the reason;
- *   2. the cross-validated accuracy of a fit per hardware: for each model of that hardware,
- *      the efficiency figures are fitted on the other models' rows and the held-out model's
- *      rows are predicted (leave one model out); MAPE, max error, Kendall tau within models;
- *   3. the figures fitted on all the rows of each hardware (what src/model/hardware.c holds)
- *      and every row predicted with them.
- * The fit minimises the mean absolute percentage error over the rows of one hardware with a
- * grid over (gemm_eff, attn_eff), then coordinate descent over gemm_eff, attn_eff,
- * gemm_half_dim, bus_eff_intra and bus_eff_inter. Everything is deterministic.
+ *   2. the cross-validated accuracy of a fit per pool of hardware (each hardware alone, or
+ *      with --pool B200 and GB200 together): for each model of the pool, the efficiency figures are
+ *      fitted on the other models' rows and the held-out model's rows, on every hardware of
+ *      the pool, are predicted (leave one model out); MAPE, max error, Kendall tau within
+ *      models, per hardware;
+ *   3. the figures fitted on all the rows of each pool (what src/model/hardware.c holds) and
+ *      every row predicted with them.
+ * The fit minimises the mean absolute percentage error over the rows of one pool with a grid
+ * over (gemm_eff, attn_eff, bus_eff_intra, moe_layer_us), then coordinate descent over the
+ * compute figures the pool shares (gemm_eff, attn_eff, gemm_half_dim) and each hardware's
+ * system figures (bus_eff_intra, bus_eff_inter, moe_layer_us). Everything is deterministic.
  *
  * --speed times ps_estimate_run() on two reference setups, cold (nothing kept from the run
  * before), warm (the same inputs again) and with two shapes in turn (bench/README.md).
@@ -495,6 +498,80 @@ static void set_params(ps_hardware *hw, const double *p)
  * figures an earlier run committed. */
 static const double start[N_PARAMS] = {0.75, 0.5, 128, 0.8, 0.8, 0};
 
+/*
+ * Pools: hardware fitted together. By default each hardware is its own pool. With --pool,
+ * B200 and GB200 (one Blackwell die, each at its own published peak) are one pool that shares
+ * the compute figures (gemm_eff, attn_eff, gemm_half_dim); the figures of the system around
+ * the chip stay per hardware: the links (bus_eff_intra, bus_eff_inter: 8-GPU NVLink and a NIC
+ * per GPU against the NVL72 domain) and the host's MoE floor (moe_layer_us: x86 hosts against
+ * Grace). A pool's figure vector holds the six figures of its first member, then the three
+ * system figures of each further member. A pool without members is skipped.
+ */
+static int pool_of[N_HW] = {0, 1, 2, 3};
+#define N_POOLS N_HW
+static const char *pool_names[N_POOLS] = {"A100", "H100-SXM", "B200", "GB200"};
+
+/* --pool: GB200 joins B200's pool. */
+static void pool_blackwell(void)
+{
+    pool_of[3] = 2;
+    pool_names[2] = "B200+GB200";
+}
+
+static int pool_empty(int pool)
+{
+    for (int h = 0; h < N_HW; h++)
+        if (pool_of[h] == pool)
+            return 0;
+    return 1;
+}
+static const int sys_params[] = {P_INTRA, P_INTER, P_MOE};
+#define N_SYS (int)(sizeof sys_params / sizeof sys_params[0])
+#define MAX_P (N_PARAMS + N_SYS * (N_HW - 1))
+
+/* The member index of hardware h in its pool. */
+static int member(int h)
+{
+    int j = 0;
+    for (int i = 0; i < h; i++)
+        j += pool_of[i] == pool_of[h];
+    return j;
+}
+
+/* The figures of a pool: N_PARAMS plus N_SYS per member after the first. */
+static int pool_params(int pool)
+{
+    int n = N_PARAMS;
+    for (int h = 0, first = 1; h < N_HW; h++)
+        if (pool_of[h] == pool)
+            n += first ? 0 : N_SYS, first = 0;
+    return n;
+}
+
+/* Which of the six figures the k-th figure of a pool's vector is. */
+static int base_param(int k)
+{
+    return k < N_PARAMS ? k : sys_params[(k - N_PARAMS) % N_SYS];
+}
+
+/* The six figures of hardware h out of its pool's vector pp. */
+static void member_params(const double *pp, int h, double *p)
+{
+    memcpy(p, pp, N_PARAMS * sizeof *p);
+    int j = member(h);
+    if (j > 0)
+        for (int k = 0; k < N_SYS; k++)
+            p[sys_params[k]] = pp[N_PARAMS + N_SYS * (j - 1) + k];
+}
+
+/* A pool's vector at the generic start. */
+static void pool_start(int pool, double *pp)
+{
+    int np = pool_params(pool);
+    for (int k = 0; k < np; k++)
+        pp[k] = start[base_param(k)];
+}
+
 static void get_params(const ps_hardware *hw, double *p)
 {
     p[P_GEMM] = hw->gemm_eff;
@@ -507,7 +584,7 @@ static void get_params(const ps_hardware *hw, double *p)
 
 static ps_estimate *est;
 static long runs;
-static int only = -1; /* --only GPU: the fits of that hardware alone (-1: all) */
+static int only = -1; /* --only GPU: the fits of that hardware's pool alone (-1: all) */
 
 /* Predicts w on hw: 0 and w->pred, or the estimate's error (message in w->skip). */
 static int predict(row *w, const ps_hardware *hw)
@@ -531,26 +608,33 @@ static double ape(const row *w)
     return fabs(w->pred - w->measured) / w->measured;
 }
 
-/* The MAPE over the rows of hw selected by in(row) with figures p. */
+/* The rows of one pool, all of them (group < 0), one model (group) or all but one. */
 typedef struct selection {
     row *rows;
-    int n, hw, group, exclude; /* exclude: the group is left out (else only it is taken) */
+    int n, pool, group, exclude; /* exclude: the group is left out (else only it is taken) */
 } selection;
 
 static int selected(const selection *s, const row *w)
 {
-    if (w->hw != s->hw)
+    if (w->hw < 0 || pool_of[w->hw] != s->pool)
         return 0;
     if (s->group < 0)
         return 1;
     return s->exclude ? w->group != s->group : w->group == s->group;
 }
 
+/* The MAPE over the selected rows with the pool's figure vector p. */
 static double mape(const selection *s, const double *p)
 {
-    ps_hardware hw;
-    ps_hardware_builtin(gpu_map[s->hw].preset, &hw);
-    set_params(&hw, p);
+    ps_hardware hw[N_HW];
+    for (int h = 0; h < N_HW; h++) {
+        double q[N_PARAMS];
+        if (pool_of[h] != s->pool)
+            continue;
+        ps_hardware_builtin(gpu_map[h].preset, &hw[h]);
+        member_params(p, h, q);
+        set_params(&hw[h], q);
+    }
     double sum = 0;
     int k = 0;
     for (int i = 0; i < s->n; i++) {
@@ -559,7 +643,7 @@ static double mape(const selection *s, const double *p)
             continue;
         if (w->same >= 0)
             w->pred = s->rows[w->same].pred; /* selected too: same hardware and model */
-        else if (predict(w, &hw))
+        else if (predict(w, &hw[w->hw]))
             return INFINITY;
         sum += ape(w);
         k++;
@@ -571,28 +655,33 @@ static double mape(const selection *s, const double *p)
  * p in the start (whose MAPE is *best), out the fit. */
 static void descend(const selection *s, double *p, double *best)
 {
-    double q[N_PARAMS];
-    double step[N_PARAMS] = {0.04, 0.08, 128, 0.1, 0.1, 1000};
+    static const double step0[N_PARAMS] = {0.04, 0.08, 128, 0.1, 0.1, 1000};
+    int np = pool_params(s->pool);
+    double q[MAX_P], step[MAX_P];
+    for (int k = 0; k < np; k++)
+        step[k] = step0[base_param(k)];
     for (int pass = 0; pass < 16; pass++) {
         int moved = 0;
-        for (int k = 0; k < N_PARAMS; k++)
+        for (int k = 0; k < np; k++)
             for (int dir = -1; dir <= 1; dir += 2) {
-                memcpy(q, p, sizeof q);
-                q[k] = fmin(param_hi[k], fmax(param_lo[k], p[k] + dir * step[k]));
+                int b = base_param(k);
+                memcpy(q, p, (size_t)np * sizeof *q);
+                q[k] = fmin(param_hi[b], fmax(param_lo[b], p[k] + dir * step[k]));
                 if (q[k] == p[k])
                     continue;
                 double e = mape(s, q);
                 if (e < *best - 1e-9) {
                     *best = e;
-                    memcpy(p, q, sizeof q);
+                    memcpy(p, q, (size_t)np * sizeof *q);
                     moved = 1;
                 }
             }
         if (!moved) {
             int small = 1;
-            for (int k = 0; k < N_PARAMS; k++) {
+            for (int k = 0; k < np; k++) {
+                int b = base_param(k);
                 step[k] /= 2;
-                small &= step[k] < (k == P_HALF ? 8 : k == P_MOE ? 50 : 0.01);
+                small &= step[k] < (b == P_HALF ? 8 : b == P_MOE ? 50 : 0.01);
             }
             if (small)
                 break;
@@ -614,18 +703,20 @@ static double fit(const selection *s, double *p)
     for (int i = 0; i < s->n; i++)
         dropless |=
             selected(s, &s->rows[i]) && s->rows[i].m.experts > 0 && !s->rows[i].t.moe_token_drop;
-    int n_moe = dropless ? 3 : 1;
-    double top[N_STARTS][N_PARAMS], top_e[N_STARTS];
+    int n_moe = dropless ? 3 : 1, np = pool_params(s->pool);
+    double top[N_STARTS][MAX_P], top_e[N_STARTS];
     for (int k = 0; k < N_STARTS; k++)
         top_e[k] = INFINITY;
-    double q[N_PARAMS];
-    memcpy(q, p, sizeof q);
+    double q[MAX_P];
+    memcpy(q, p, (size_t)np * sizeof *q);
     for (int ig = 0; ig < 6; ig++)
         for (int ia = 0; ia < 4; ia++)
             for (int ii = 0; ii < 3; ii++)
                 for (int im = 0; im < n_moe; im++) {
-                    q[P_GEMM] = gemm[ig], q[P_ATTN] = attn[ia], q[P_INTRA] = intra[ii];
-                    q[P_MOE] = moe[im];
+                    q[P_GEMM] = gemm[ig], q[P_ATTN] = attn[ia];
+                    for (int k = 0; k < np; k++) /* every member's link and host alike */
+                        if (base_param(k) == P_INTRA || base_param(k) == P_MOE)
+                            q[k] = base_param(k) == P_INTRA ? intra[ii] : moe[im];
                     double e = mape(s, q);
                     int at = N_STARTS;
                     while (at > 0 && e < top_e[at - 1])
@@ -637,7 +728,7 @@ static double fit(const selection *s, double *p)
                         memcpy(top[k], top[k - 1], sizeof top[k]);
                     }
                     top_e[at] = e;
-                    memcpy(top[at], q, sizeof q);
+                    memcpy(top[at], q, (size_t)np * sizeof *q);
                 }
     double best = INFINITY;
     for (int k = 0; k < N_STARTS && isfinite(top_e[k]); k++) {
@@ -645,7 +736,7 @@ static double fit(const selection *s, double *p)
         descend(s, top[k], &e);
         if (e < best) {
             best = e;
-            memcpy(p, top[k], sizeof top[k]);
+            memcpy(p, top[k], (size_t)np * sizeof *p);
         }
     }
     return best;
@@ -839,12 +930,12 @@ static int calibrate(const char *path, int do_fit)
     double *cv_pred = calloc((size_t)n, sizeof *cv_pred);
     for (int i = 0; i < n; i++)
         cv_pred[i] = NAN; /* a row no fit predicts (another hardware with --only) */
-    for (int h = 0; h < N_HW; h++) {
-        if (only >= 0 && h != only)
+    for (int pool = 0; pool < N_POOLS; pool++) {
+        if ((only >= 0 && pool != pool_of[only]) || pool_empty(pool))
             continue;
         int groups[64], ng = 0;
         for (int i = 0; i < n; i++) {
-            if (rows[i].hw != h)
+            if (rows[i].hw < 0 || pool_of[rows[i].hw] != pool)
                 continue;
             int seen = 0;
             for (int g = 0; g < ng; g++)
@@ -853,27 +944,34 @@ static int calibrate(const char *path, int do_fit)
                 groups[ng++] = rows[i].group;
         }
         for (int g = 0; g < ng; g++) {
-            double p[N_PARAMS];
-            memcpy(p, start, sizeof p);
+            double p[MAX_P];
+            pool_start(pool, p);
+            selection train = {rows, n, pool, groups[g], 1}, test = {rows, n, pool, groups[g], 0};
             const char *name = "";
             for (int i = 0; i < n; i++)
-                if (rows[i].hw == h && rows[i].group == groups[g])
+                if (selected(&test, &rows[i]))
                     name = rows[i].model;
             if (ng < 2) {
                 printf("  %-8s %-24s only model of this hardware: no held-out fit\n",
-                       gpu_map[h].gpu, name);
+                       pool_names[pool], name);
                 for (int i = 0; i < n; i++)
-                    if (rows[i].hw == h && rows[i].group == groups[g])
+                    if (selected(&test, &rows[i]))
                         cv_pred[i] = NAN;
                 continue;
             }
-            selection train = {rows, n, h, groups[g], 1}, test = {rows, n, h, groups[g], 0};
             double e_train = fit(&train, p);
             double e_test = mape(&test, p);
-            printf("  %-8s held out %-24s fit on the rest: %5.1f%%, held out: %5.1f%%  "
-                   "(gemm %.3f attn %.3f half %.0f intra %.3f inter %.3f moe %.0f us)\n",
-                   gpu_map[h].gpu, name, 100 * e_train, 100 * e_test, p[0], p[1], p[2], p[3], p[4],
-                   p[5]);
+            printf("  %-8s held out %-24s fit on the rest: %5.1f%%, held out: %5.1f%%\n",
+                   pool_names[pool], name, 100 * e_train, 100 * e_test);
+            for (int h = 0; h < N_HW; h++) {
+                double q[N_PARAMS];
+                if (pool_of[h] != pool)
+                    continue;
+                member_params(p, h, q);
+                printf("           %-8s gemm %.3f attn %.3f half %.0f intra %.3f inter %.3f "
+                       "moe %.0f us\n",
+                       gpu_map[h].gpu, q[0], q[1], q[2], q[3], q[4], q[5]);
+            }
             for (int i = 0; i < n; i++)
                 if (selected(&test, &rows[i]))
                     cv_pred[i] = rows[i].pred;
@@ -903,15 +1001,24 @@ static int calibrate(const char *path, int do_fit)
         ps_hardware hw;
         ps_hardware_builtin(gpu_map[h].preset, &hw);
         get_params(&hw, p[h]);
-        if (only >= 0 && h != only)
+    }
+    for (int pool = 0; pool < N_POOLS; pool++) {
+        if ((only >= 0 && pool != pool_of[only]) || pool_empty(pool))
             continue;
-        memcpy(p[h], start, sizeof p[h]);
-        selection all = {rows, n, h, -1, 0};
-        double e = fit(&all, p[h]);
-        printf("  %-8s %-9s MAPE %5.1f%%:", gpu_map[h].gpu, gpu_map[h].preset, 100 * e);
-        for (int k = 0; k < N_PARAMS; k++)
-            printf(" %s %.4g", param_names[k], p[h][k]);
-        printf("\n");
+        double pp[MAX_P];
+        pool_start(pool, pp);
+        selection all = {rows, n, pool, -1, 0};
+        double e = fit(&all, pp);
+        printf("  %-10s MAPE %5.1f%%\n", pool_names[pool], 100 * e);
+        for (int h = 0; h < N_HW; h++) {
+            if (pool_of[h] != pool)
+                continue;
+            member_params(pp, h, p[h]);
+            printf("    %-8s %-9s", gpu_map[h].gpu, gpu_map[h].preset);
+            for (int k = 0; k < N_PARAMS; k++)
+                printf(" %s %.6g", param_names[k], p[h][k]);
+            printf("\n");
+        }
     }
     predict_all(rows, n, p);
     print_rows(rows, n);
@@ -1034,6 +1141,8 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc && !bad; i++) {
         if (strcmp(argv[i], "--no-fit") == 0) {
             do_fit = 0;
+        } else if (strcmp(argv[i], "--pool") == 0) {
+            pool_blackwell();
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             i++;
             for (int h = 0; h < N_HW; h++)
@@ -1051,10 +1160,13 @@ int main(int argc, char **argv)
         }
     }
     if (bad) {
-        fprintf(stderr, "usage: pipesched-calibrate CALIBRATION.csv [--no-fit] [--only GPU]\n"
-                        "       pipesched-calibrate --speed\n"
-                        "--only GPU fits (and cross-validates) that hardware alone; the others "
-                        "keep their presets' figures.\n");
+        fprintf(stderr,
+                "usage: pipesched-calibrate CALIBRATION.csv [--no-fit] [--only GPU] [--pool]\n"
+                "       pipesched-calibrate --speed\n"
+                "--only GPU fits (and cross-validates) that GPU's pool alone; the others keep "
+                "their presets' figures.\n"
+                "--pool fits B200 and GB200 as one pool: shared compute figures, their own "
+                "link and host figures.\n");
         return 2;
     }
     return calibrate(argv[1], do_fit);
