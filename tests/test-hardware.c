@@ -157,8 +157,8 @@ START_TEST(hardware_presets_generic_efficiency)
                 {"h100-sxm", 0.7, 200, 0.3, 0.98125, 1, 4062.5},
                 {"h800", 0.75, 128, 0.5, 0.8, 0.8, 0},
                 {"h200", 0.75, 128, 0.5, 0.8, 0.8, 0},
-                {"b200", 1, 640, 0.15, 0.2, 0.45, 3000},
-                {"gb200", 0.865, 312, 0.15, 0.3, 0.8, 0},
+                {"b200", 1, 1120, 0.19, 0.2, 0.45, 3000},
+                {"gb200", 0.98, 1728, 0.15, 0.4, 0.8, 1000},
                 {"ascend-910b", 0.75, 128, 0.5, 0.8, 0.8, 0}};
     ck_assert_ptr_null(ps_hardware_builtin_name(sizeof want / sizeof want[0]));
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

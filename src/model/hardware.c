@@ -47,8 +47,8 @@ static const ps_hardware generic = {.name = "custom", GENERIC_EFFICIENCY};
  * effective figures: where the model lacks a term (vTrain's unfused attention, all-to-all
  * efficiency apart from ring collectives', grouped-GEMM efficiency, software releases) the fit
  * absorbs it, so attn_eff and the bus efficiencies are far from what a kernel or NCCL benchmark
- * would show. moe_layer_us is fitted where the device has MoE rows (H100, B200; GB200's fit
- * gives 0). mem_eff and overhead_gib stay generic (not fitted). */
+ * would show. moe_layer_us is fitted where the device has MoE rows (H100, B200, GB200). mem_eff
+ * and overhead_gib stay generic (not fitted). */
 #define CALIBRATED(gemm, attn, half, intra, inter, moe)                                            \
     .gemm_eff = gemm, .gemm_half_dim = half, .attn_eff = attn, .mem_eff = 0.8,                     \
     .bus_eff_intra = intra, .bus_eff_inter = inter, .overhead_gib = 3, .moe_layer_us = moe
@@ -118,7 +118,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(1, 0.15, 640, 0.2, 0.45, 3000)},
+     CALIBRATED(1, 0.19, 1120, 0.2, 0.45, 3000)},
     /* GB200 NVL72: the rack figures divided by its 72 GPUs; the "node" is the NVLink domain. */
     {.name = "gb200",
      .peak_tflops_bf16 = 2500,
@@ -130,7 +130,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.865, 0.15, 312, 0.3, 0.8, 0)},
+     CALIBRATED(0.98, 0.15, 1728, 0.4, 0.8, 1000)},
     /* Atlas 800T A2: 8 NPUs joined by HCCS, one 200 Gb/s RoCE port each. FP16 peak, no FP8. */
     {.name = "ascend-910b",
      .peak_tflops_bf16 = 320,
