@@ -6,7 +6,8 @@
  */
 #include "common.h"
 
-#include "internal.h" /* ps__problem_set_moe_extra */
+#include "engine/sim.h" /* PS__SIM_SPARE_MEMOS, the planned count */
+#include "internal.h"   /* ps__problem_set_moe_extra */
 
 #include <math.h>
 
@@ -513,6 +514,78 @@ START_TEST(sim_moe_plans_kept_across_runs)
         ps_problem_free(pb);
     }
     ps__sim_forget_plans(NULL);
+    ps_sim_free(kept);
+}
+END_TEST
+
+/*
+ * The simulator keeps the plans of the PS__SIM_SPARE_MEMOS + 1 models it used last, not only
+ * of the last one. Through N = PS__SIM_SPARE_MEMOS + 9 models (scales of one model), then
+ * back to some of them, every run gives the timeline of a fresh simulator bit for bit, and
+ * the plans made are counted by hand: 4 (F, I, W, B; 1F1B fuses nothing) per layer
+ * composition not yet planned under the model. With 2 dense layers first, split `even` (6
+ * layers a stage) has 2 compositions, (2 dense, 4 MoE) and (0, 6), and split `mixed` (6, 5, 7,
+ * 6) 4, two of them even's. A model among the last PS__SIM_SPARE_MEMOS + 1 plans nothing again
+ * with its split and only the 2 new compositions with the other; model 0, pushed out by the 8
+ * newer ones beyond, plans again; after ps__sim_forget_plans every model plans again.
+ */
+START_TEST(sim_moe_plans_of_many_models)
+{
+    const int32_t even[4] = {6, 6, 6, 6}, mixed[4] = {6, 5, 7, 6};
+    enum { N = PS__SIM_SPARE_MEMOS + 9 };
+    ps_sim *kept;
+    ck_assert_int_eq(ps_sim_new(&kept, NULL), 0);
+    /* (model, split) runs: the first pass, models N-1 and N-2 again (kept: no plans), model 0
+     * (pushed out: planned again), then all forgotten and model N-1 again (planned). */
+    int runs[N + 5][2], nruns = 0;
+    for (int k = 0; k < N; k++)
+        runs[nruns][0] = k, runs[nruns++][1] = k % 2;
+    const int again[5][2] = {{N - 1, 1}, {N - 2, 0}, {N - 2, 1}, {0, 0}, {N - 1, 0}};
+    for (int k = 0; k < 5; k++)
+        runs[nruns][0] = again[k][0], runs[nruns++][1] = again[k][1];
+    for (int k = 0; k < nruns; k++) {
+        int model = runs[k][0], split = runs[k][1];
+        ps_problem *pb = make_problem("1f1b", 4, 1, 4, 1, 1, 1, 0.5);
+        ps_moe_model m = overlap_model(1.0 + model / 64.0);
+        m.layers = 24;
+        ck_assert_int_eq(ps_problem_set_moe(pb, &m), 0);
+        ck_assert_int_eq(ps_problem_set_stage_layers(pb, split ? mixed : even, 4), 0);
+        ps_schedule *s;
+        ck_assert_int_eq(ps_schedule_new(&s, NULL), 0);
+        ck_assert_int_eq(ps_schedule_generate(s, pb), 0);
+        ck_assert_int_eq(ps_schedule_validate(s), 0);
+        if (k == nruns - 1)
+            ps__sim_forget_plans(kept);
+        ps_sim *fresh;
+        ck_assert_int_eq(ps_sim_new(&fresh, NULL), 0);
+        ck_assert_int_eq(ps_sim_run(fresh, s, pb), 0);
+        uint64_t before = kept->planned;
+        ck_assert_msg(ps_sim_run(kept, s, pb) == 0, "run %d: %s", k, ps_sim_last_error(kept));
+        uint64_t planned = kept->planned - before;
+        for (int r = 0; r < 4; r++) {
+            size_t n = ps_schedule_rank_length(s, r);
+            ck_assert_msg(
+                !memcmp(ps_sim_starts(kept, r), ps_sim_starts(fresh, r), n * sizeof(double)) &&
+                    !memcmp(ps_sim_ends(kept, r), ps_sim_ends(fresh, r), n * sizeof(double)),
+                "run %d, rank %d", k, r);
+        }
+        ps_comm_metrics ca, cb;
+        ck_assert_int_eq(ps_sim_comm(kept, &ca), 0);
+        ck_assert_int_eq(ps_sim_comm(fresh, &cb), 0);
+        ck_assert(!memcmp(ca.total, cb.total, sizeof ca.total) &&
+                  !memcmp(ca.exposed, cb.exposed, sizeof ca.exposed));
+        uint64_t fresh_plans = split ? 16 : 8, want = fresh_plans;
+        if (k == N || k == N + 1) /* model N-1 with split 1, N-2 with 0: their first pass's */
+            want = 0;
+        else if (k == N + 2) /* model N-2 with split 1: (0, 5) and (0, 7) are new */
+            want = 8;
+        ck_assert_uint_eq(fresh->planned, fresh_plans);
+        ck_assert_msg(planned == want, "run %d (model %d, split %d) planned %llu, not %llu", k,
+                      model, split, (unsigned long long)planned, (unsigned long long)want);
+        ps_sim_free(fresh);
+        ps_schedule_free(s);
+        ps_problem_free(pb);
+    }
     ps_sim_free(kept);
 }
 END_TEST
@@ -1205,6 +1278,7 @@ int main(void)
     tcase_add_test(tc, sim_stage_tables_must_match);
     tcase_add_test(tc, sim_moe_extra_costs);
     tcase_add_test(tc, sim_moe_plans_kept_across_runs);
+    tcase_add_test(tc, sim_moe_plans_of_many_models);
     suite_add_tcase(su, tc);
     return run_suite(su);
 }

@@ -26,6 +26,30 @@ typedef struct ps__moe_cost {
     size_t first_op, nops; /* its planned operations: plan_ops[first_op .. first_op + nops) */
 } ps__moe_cost;
 
+/* The plans of one MoE model (a memo). Stages with the same layer composition share a class
+ * (classes[0 .. nclass)); class_plans holds per class the plans of F, I, W and B, pair_plans
+ * per (forward class, backward class, backward kind B/I) the fused pairs that occur,
+ * pair_stride classes to a row (ps__sim_class_at, ps__sim_pair_at; dur < 0: not planned); the
+ * cap_ fields are their capacities, plan_ops the operations of every plan (for the trace).
+ * valid 0: empty (its tables keep their memory). hash: of model (sim_moe.c, model_hash);
+ * used: the sim's memo clock when a run last read it. */
+typedef struct ps__moe_memo {
+    ps_moe_model model;
+    uint64_t hash, used;
+    int valid;
+    int32_t nclass, pair_stride;
+    ps__moe_class *classes;
+    size_t cap_classes;
+    ps__moe_cost *class_plans, *pair_plans;
+    size_t cap_class_plans, cap_pair_plans;
+    ps_plan_op *plan_ops;
+    size_t nplan_ops, cap_plan_ops;
+} ps__moe_memo;
+
+/* Memos a simulator keeps besides the current one: the models of the last runs (the search
+ * comes back to a model after a few dozen others: the knobs that change it vary fastest). */
+#define PS__SIM_SPARE_MEMOS 255
+
 struct ps_sim {
     ps_allocator al;
     const ps_schedule *s;
@@ -79,27 +103,21 @@ struct ps_sim {
     int32_t cap_pp;
     ps_metrics metrics;
 
-    /* MoE mode (moe set): durations from the overlap planner. Stages with the same layer
-     * composition share a class (classes[0 .. nclass)); class_plans holds per class the plans
-     * of F, I, W and B, pair_plans per (forward class, backward class, backward kind B/I) the
-     * fused pairs that occur, pair_stride classes to a row (ps__sim_class_at, ps__sim_pair_at;
-     * dur < 0: not planned); the cap_ fields are their capacities. The plans are a memo of
-     * plan_model: a run with the same model keeps the classes and plans it finds there and
-     * plans only what is new (plans_valid 0: start afresh). */
+    /* MoE mode (moe set): durations from the overlap planner, planned per class of stages
+     * (a layer composition) under a model. memo holds the current model's plans, which the
+     * run's stages read through stage_class; spare the plans of up to PS__SIM_SPARE_MEMOS
+     * other models of earlier runs (nspare of them; allocated at the first MoE run), so that
+     * a run whose model is one of them plans only what is new (sim_moe.c). */
     int moe;
-    int32_t nclass, pair_stride;
-    ps__moe_class *classes;
-    size_t cap_classes;
+    ps__moe_memo memo;
+    ps__moe_memo *spare;
+    int32_t nspare;
+    uint64_t memo_clock;
+    uint64_t planned;     /* plans made by the planner since the simulator was made (tests) */
     int32_t *stage_class; /* nstages entries, then the first layer of each stage */
     int32_t *stage_first_layer;
     size_t cap_class_stages; /* stages the block has room for (2 int32 each) */
-    ps__moe_cost *class_plans, *pair_plans;
-    size_t cap_class_plans, cap_pair_plans;
-    ps_moe_model plan_model;
-    int plans_valid;
     ps_plan *planner;
-    ps_plan_op *plan_ops; /* the operations of every plan above (for the trace) */
-    size_t nplan_ops, cap_plan_ops;
     ps_comm_metrics comm;
 
     uint64_t version; /* of the schedule when it was simulated */
@@ -140,10 +158,10 @@ static inline const ps__moe_cost *ps__sim_moe_of(const ps_sim *sim, const ps_act
     case PS_I:
     case PS_W:
     case PS_B:
-        return &sim->class_plans[ps__sim_class_at(c[a->stage], a->kind)];
+        return &sim->memo.class_plans[ps__sim_class_at(c[a->stage], a->kind)];
     case PS_FB:
-        return &sim->pair_plans[ps__sim_pair_at(sim->pair_stride, c[a->stage], c[a->bstage],
-                                                a->bkind)];
+        return &sim->memo.pair_plans[ps__sim_pair_at(sim->memo.pair_stride, c[a->stage],
+                                                     c[a->bstage], a->bkind)];
     default:
         return &none;
     }

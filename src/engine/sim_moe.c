@@ -22,41 +22,51 @@
 #define MAX_CLASSES 256 /* distinct layer compositions of the stages of a MoE model */
 #define KEEP_CLASSES 32 /* a memo with more classes is dropped before the next run adds more */
 
+static void memo_free(const ps_allocator *a, ps__moe_memo *mo)
+{
+    ps__free(a, mo->classes, mo->cap_classes, sizeof *mo->classes);
+    ps__free(a, mo->class_plans, mo->cap_class_plans, sizeof *mo->class_plans);
+    ps__free(a, mo->pair_plans, mo->cap_pair_plans, sizeof *mo->pair_plans);
+    ps__free(a, mo->plan_ops, mo->cap_plan_ops, sizeof *mo->plan_ops);
+    memset(mo, 0, sizeof *mo);
+}
+
 void ps__sim_moe_free(ps_sim *sim)
 {
     const ps_allocator *a = &sim->al;
     ps__free(a, sim->stage_class, 2 * sim->cap_class_stages, sizeof *sim->stage_class);
-    ps__free(a, sim->classes, sim->cap_classes, sizeof *sim->classes);
-    ps__free(a, sim->class_plans, sim->cap_class_plans, sizeof *sim->class_plans);
-    ps__free(a, sim->pair_plans, sim->cap_pair_plans, sizeof *sim->pair_plans);
+    memo_free(a, &sim->memo);
+    for (int32_t i = 0; i < sim->nspare; i++)
+        memo_free(a, &sim->spare[i]);
+    if (sim->spare)
+        ps__free(a, sim->spare, PS__SIM_SPARE_MEMOS, sizeof *sim->spare);
     ps_plan_free(sim->planner);
-    ps__free(a, sim->plan_ops, sim->cap_plan_ops, sizeof *sim->plan_ops);
-    sim->plan_ops = NULL;
-    sim->nplan_ops = sim->cap_plan_ops = 0;
+    sim->spare = NULL;
+    sim->nspare = 0;
+    sim->memo_clock = 0;
     sim->planner = NULL;
     sim->stage_class = sim->stage_first_layer = NULL;
-    sim->classes = NULL;
-    sim->class_plans = sim->pair_plans = NULL;
-    sim->cap_classes = sim->cap_class_plans = sim->cap_pair_plans = sim->cap_class_stages = 0;
-    sim->nclass = sim->pair_stride = 0;
-    sim->plans_valid = 0;
+    sim->cap_class_stages = 0;
     sim->moe = 0;
 }
 
-/* Empties the memo: no classes, no plans, no operations. The tables keep their memory. */
-static void forget(ps_sim *sim)
+/* Empties a memo: no classes, no plans, no operations. The tables keep their memory. */
+static void forget(ps__moe_memo *mo)
 {
-    sim->nclass = 0;
-    sim->nplan_ops = 0;
-    for (size_t i = 0; i < sim->cap_pair_plans; i++)
-        sim->pair_plans[i].dur = -1;
-    sim->plans_valid = 0;
+    mo->nclass = 0;
+    mo->nplan_ops = 0;
+    for (size_t i = 0; i < mo->cap_pair_plans; i++)
+        mo->pair_plans[i].dur = -1;
+    mo->valid = 0;
 }
 
 void ps__sim_forget_plans(ps_sim *sim)
 {
-    if (sim)
-        forget(sim);
+    if (!sim)
+        return;
+    forget(&sim->memo);
+    for (int32_t i = 0; i < sim->nspare; i++)
+        forget(&sim->spare[i]);
 }
 
 /* 1 when a and b give the same plans: every field the planner reads, bit for bit (the struct's
@@ -74,6 +84,76 @@ _Static_assert(sizeof(ps_moe_model) ==
                     ~(size_t)7),
                "same_model() compares every field of ps_moe_model");
 
+/* FNV-1a over n bytes, continuing h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* A hash of the fields same_model() compares (equal models, equal hashes), so that looking a
+ * model up among the memos compares whole models only where the hashes agree. */
+static uint64_t model_hash(const ps_moe_model *m)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv(h, &m->layers, sizeof m->layers);
+    h = fnv(h, &m->dense_layers, sizeof m->dense_layers);
+    h = fnv(h, &m->planner, sizeof m->planner);
+    h = fnv(h, &m->moe, sizeof m->moe);
+    h = fnv(h, &m->dense, sizeof m->dense);
+    h = fnv(h, &m->p2p, sizeof m->p2p);
+    return fnv(h, &m->slowdown, sizeof m->slowdown);
+}
+
+/*
+ * Makes sim->memo the memo of model m: the current one when it is m's; else the spare that is
+ * m's, swapped in; else the least recently used spare (or a new one while there are fewer
+ * than PS__SIM_SPARE_MEMOS), emptied and swapped in. The memo the run replaces becomes a
+ * spare, plans and all. A memo is a function of its model (each plan is one of the model and
+ * a class's composition), so which memo holds a model's plans changes no result. PS_ENOMEM
+ * when the spares' table cannot be allocated.
+ */
+static int memo_select(ps_sim *sim, const ps_moe_model *m)
+{
+    uint64_t h = model_hash(m);
+    sim->memo_clock++;
+    ps__moe_memo *cur = &sim->memo;
+    if (cur->valid && cur->hash == h && same_model(&cur->model, m)) {
+        cur->used = sim->memo_clock;
+        return 0;
+    }
+    if (!sim->spare) {
+        sim->spare = ps__calloc(&sim->al, PS__SIM_SPARE_MEMOS, sizeof *sim->spare);
+        if (!sim->spare)
+            return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
+    }
+    int32_t pick = -1;
+    for (int32_t i = 0; i < sim->nspare; i++)
+        if (sim->spare[i].valid && sim->spare[i].hash == h && same_model(&sim->spare[i].model, m)) {
+            pick = i;
+            break;
+        }
+    if (pick < 0) {
+        if (sim->nspare < PS__SIM_SPARE_MEMOS) {
+            pick = sim->nspare++; /* zeroed by the calloc: empty, no tables */
+        } else {
+            pick = 0;
+            for (int32_t i = 1; i < sim->nspare; i++)
+                if (!sim->spare[i].valid ||
+                    (sim->spare[pick].valid && sim->spare[i].used < sim->spare[pick].used))
+                    pick = i;
+            forget(&sim->spare[pick]);
+        }
+    }
+    ps__moe_memo tmp = *cur;
+    *cur = sim->spare[pick];
+    sim->spare[pick] = tmp;
+    cur->used = sim->memo_clock;
+    return 0;
+}
+
 /* ---- plans ------------------------------------------------------------------------------- */
 
 /* Appends the planner's last operations to plan_ops as out's, with layers relative to the
@@ -83,25 +163,26 @@ static int keep_ops(ps_sim *sim, int32_t fl0, int32_t bl0, ps__moe_cost *out)
 {
     const ps_plan_op *ops;
     size_t n = ps_plan_ops(sim->planner, &ops);
-    out->first_op = sim->nplan_ops;
+    out->first_op = sim->memo.nplan_ops;
     out->nops = n;
     if (n == 0) /* a stage of no layers: nothing to keep (and plan_ops may still be NULL) */
         return 0;
-    if (sim->nplan_ops + n > sim->cap_plan_ops) {
-        size_t cap = sim->cap_plan_ops ? sim->cap_plan_ops : 256;
-        while (cap < sim->nplan_ops + n)
+    if (sim->memo.nplan_ops + n > sim->memo.cap_plan_ops) {
+        size_t cap = sim->memo.cap_plan_ops ? sim->memo.cap_plan_ops : 256;
+        while (cap < sim->memo.nplan_ops + n)
             cap *= 2;
-        ps_plan_op *p = ps__realloc(&sim->al, sim->plan_ops, sim->cap_plan_ops, cap, sizeof *p);
+        ps_plan_op *p =
+            ps__realloc(&sim->al, sim->memo.plan_ops, sim->memo.cap_plan_ops, cap, sizeof *p);
         if (!p)
             return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        sim->plan_ops = p;
-        sim->cap_plan_ops = cap;
+        sim->memo.plan_ops = p;
+        sim->memo.cap_plan_ops = cap;
     }
-    ps_plan_op *kept = sim->plan_ops + sim->nplan_ops;
+    ps_plan_op *kept = sim->memo.plan_ops + sim->memo.nplan_ops;
     memcpy(kept, ops, n * sizeof *ops);
     for (size_t k = 0; k < n; k++)
         kept[k].layer -= kept[k].part ? bl0 : fl0;
-    sim->nplan_ops += n;
+    sim->memo.nplan_ops += n;
     return 0;
 }
 
@@ -113,6 +194,7 @@ static int plan_into(ps_sim *sim, const ps_moe_model *m, int32_t fl0, int32_t fn
     int rc = ps__plan_layers(sim->planner, m, m->planner, fl0, fn, bkind, bl0, bn);
     if (rc)
         return ps__seterr(sim->err, rc, "overlap planner: %s", ps_plan_last_error(sim->planner));
+    sim->planned++;
     const ps_plan_stats *st = ps__plan_stats(sim->planner);
     out->dur = st->duration;
     out->comm_total = st->comm;
@@ -143,28 +225,28 @@ static int reserve_stage_classes(ps_sim *sim, int32_t nstages)
  * take the classes of the first. */
 static int classify_stages(ps_sim *sim, const ps_schedule *s, const ps_problem *pb, int32_t ms)
 {
-    int32_t nc = sim->nclass, l0 = 0, n = 0, nd;
+    int32_t nc = sim->memo.nclass, l0 = 0, n = 0, nd;
     for (int32_t st = 0; st < ms; st++) {
         ps__stage_next(pb, ms, st, &l0, &n, &nd);
         sim->stage_first_layer[st] = l0;
         int32_t c = 0;
-        while (c < nc && !(sim->classes[c].dense == nd && sim->classes[c].moe == n - nd))
+        while (c < nc && !(sim->memo.classes[c].dense == nd && sim->memo.classes[c].moe == n - nd))
             c++;
         if (c == nc) {
             if (nc == MAX_CLASSES)
                 return ps__seterr(sim->err, PS_EUNSUPPORTED,
                                   "more than %d distinct stage layer compositions", MAX_CLASSES);
-            if ((size_t)nc == sim->cap_classes) {
-                size_t cap = sim->cap_classes ? 2 * sim->cap_classes : 16;
+            if ((size_t)nc == sim->memo.cap_classes) {
+                size_t cap = sim->memo.cap_classes ? 2 * sim->memo.cap_classes : 16;
                 ps__moe_class *x =
-                    ps__realloc(&sim->al, sim->classes, sim->cap_classes, cap, sizeof *x);
+                    ps__realloc(&sim->al, sim->memo.classes, sim->memo.cap_classes, cap, sizeof *x);
                 if (!x)
                     return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-                sim->classes = x;
-                sim->cap_classes = cap;
+                sim->memo.classes = x;
+                sim->memo.cap_classes = cap;
             }
             ps__moe_class k = {nd, n - nd, l0};
-            sim->classes[nc++] = k;
+            sim->memo.classes[nc++] = k;
         }
         sim->stage_class[st] = c;
     }
@@ -172,7 +254,7 @@ static int classify_stages(ps_sim *sim, const ps_schedule *s, const ps_problem *
         sim->stage_class[st] = sim->stage_class[st % ms];
         sim->stage_first_layer[st] = sim->stage_first_layer[st % ms];
     }
-    sim->nclass = nc;
+    sim->memo.nclass = nc;
     return 0;
 }
 
@@ -183,19 +265,19 @@ static int classify_stages(ps_sim *sim, const ps_schedule *s, const ps_problem *
 static int reserve_plans(ps_sim *sim, int32_t old_nclass)
 {
     const ps_allocator *a = &sim->al;
-    int32_t nc = sim->nclass;
+    int32_t nc = sim->memo.nclass;
     size_t nclass_plans = (size_t)nc * 4;
-    if (nclass_plans > sim->cap_class_plans) {
-        ps__moe_cost *x =
-            ps__realloc(a, sim->class_plans, sim->cap_class_plans, nclass_plans, sizeof *x);
+    if (nclass_plans > sim->memo.cap_class_plans) {
+        ps__moe_cost *x = ps__realloc(a, sim->memo.class_plans, sim->memo.cap_class_plans,
+                                      nclass_plans, sizeof *x);
         if (!x)
             return ps__seterr(sim->err, PS_ENOMEM, "out of memory");
-        sim->class_plans = x;
-        sim->cap_class_plans = nclass_plans;
+        sim->memo.class_plans = x;
+        sim->memo.cap_class_plans = nclass_plans;
     }
-    if (nc <= sim->pair_stride)
+    if (nc <= sim->memo.pair_stride)
         return 0;
-    int32_t stride = sim->pair_stride ? 2 * sim->pair_stride : 8;
+    int32_t stride = sim->memo.pair_stride ? 2 * sim->memo.pair_stride : 8;
     stride = stride < nc ? nc : stride > MAX_CLASSES ? MAX_CLASSES : stride;
     size_t npair_plans = (size_t)stride * (size_t)stride * 2;
     ps__moe_cost *x = ps__alloc(a, npair_plans, sizeof *x);
@@ -208,12 +290,12 @@ static int reserve_plans(ps_sim *sim, int32_t old_nclass)
             for (int k = 0; k < 2; k++) {
                 int kind = k ? PS_I : PS_B;
                 x[ps__sim_pair_at(stride, f, b, kind)] =
-                    sim->pair_plans[ps__sim_pair_at(sim->pair_stride, f, b, kind)];
+                    sim->memo.pair_plans[ps__sim_pair_at(sim->memo.pair_stride, f, b, kind)];
             }
-    ps__free(a, sim->pair_plans, sim->cap_pair_plans, sizeof *sim->pair_plans);
-    sim->pair_plans = x;
-    sim->cap_pair_plans = npair_plans;
-    sim->pair_stride = stride;
+    ps__free(a, sim->memo.pair_plans, sim->memo.cap_pair_plans, sizeof *sim->memo.pair_plans);
+    sim->memo.pair_plans = x;
+    sim->memo.cap_pair_plans = npair_plans;
+    sim->memo.pair_stride = stride;
     return 0;
 }
 
@@ -221,10 +303,11 @@ static int reserve_plans(ps_sim *sim, int32_t old_nclass)
  * stage. */
 static int plan_classes(ps_sim *sim, const ps_moe_model *m, int32_t from)
 {
-    for (int32_t c = from; c < sim->nclass; c++) {
-        int32_t l0 = sim->classes[c].first_layer, n = sim->classes[c].dense + sim->classes[c].moe;
+    for (int32_t c = from; c < sim->memo.nclass; c++) {
+        int32_t l0 = sim->memo.classes[c].first_layer,
+                n = sim->memo.classes[c].dense + sim->memo.classes[c].moe;
         for (int kind = PS_F; kind <= PS_B; kind++) {
-            ps__moe_cost *out = &sim->class_plans[ps__sim_class_at(c, kind)];
+            ps__moe_cost *out = &sim->memo.class_plans[ps__sim_class_at(c, kind)];
             int rc = kind == PS_F ? plan_into(sim, m, l0, n, PS_B, 0, 0, out)
                                   : plan_into(sim, m, 0, 0, kind, l0, n, out);
             if (rc)
@@ -238,7 +321,7 @@ static int plan_classes(ps_sim *sim, const ps_moe_model *m, int32_t from)
  * backward class, backward kind) once: most of the nclass^2 combinations never occur. */
 static int plan_pairs(ps_sim *sim, const ps_schedule *s, const ps_moe_model *m)
 {
-    const ps__moe_class *key = sim->classes;
+    const ps__moe_class *key = sim->memo.classes;
     for (int32_t r = 0; r < s->pp; r++) {
         const ps_action *acts = s->acts + s->off[r];
         for (int64_t i = 0; i < s->len[r]; i++) {
@@ -246,7 +329,8 @@ static int plan_pairs(ps_sim *sim, const ps_schedule *s, const ps_moe_model *m)
             if (x->kind != PS_FB)
                 continue;
             int32_t cf = sim->stage_class[x->stage], cb = sim->stage_class[x->bstage];
-            ps__moe_cost *e = &sim->pair_plans[ps__sim_pair_at(sim->pair_stride, cf, cb, x->bkind)];
+            ps__moe_cost *e =
+                &sim->memo.pair_plans[ps__sim_pair_at(sim->memo.pair_stride, cf, cb, x->bkind)];
             if (e->dur >= 0)
                 continue;
             int rc = plan_into(sim, m, key[cf].first_layer, key[cf].dense + key[cf].moe, x->bkind,
@@ -258,21 +342,25 @@ static int plan_pairs(ps_sim *sim, const ps_schedule *s, const ps_moe_model *m)
     return 0;
 }
 
-/* The classes of s's stages and the plans they need, with the memo's when the model is its.
- * The memo is dropped first when it is large, or when the run's ms stages could take its
- * classes beyond MAX_CLASSES: a run fails for want of classes only where a fresh simulator
- * would. */
+/* The classes of s's stages and the plans they need, with the memo's of the model when there
+ * is one (memo_select). The memo is emptied first when it is large, or when the run's ms
+ * stages could take its classes beyond MAX_CLASSES: a run fails for want of classes only
+ * where a fresh simulator would. */
 static int plan_all(ps_sim *sim, const ps_schedule *s, const ps_problem *pb, int32_t ms)
 {
-    if (!sim->plans_valid || !same_model(&sim->plan_model, &pb->moe) ||
-        sim->nclass > KEEP_CLASSES || ms > MAX_CLASSES - sim->nclass)
-        forget(sim);
-    int32_t old = sim->nclass;
-    int rc = classify_stages(sim, s, pb, ms);
+    ps__moe_memo *mo = &sim->memo;
+    int rc = memo_select(sim, &pb->moe);
     if (rc)
         return rc;
-    sim->plan_model = pb->moe;
-    sim->plans_valid = 1;
+    if (!mo->valid || mo->nclass > KEEP_CLASSES || ms > MAX_CLASSES - mo->nclass)
+        forget(mo);
+    int32_t old = mo->nclass;
+    rc = classify_stages(sim, s, pb, ms);
+    if (rc)
+        return rc;
+    mo->model = pb->moe;
+    mo->hash = model_hash(&pb->moe);
+    mo->valid = 1;
     if ((rc = reserve_plans(sim, old)) || (rc = plan_classes(sim, &pb->moe, old)) ||
         (rc = plan_pairs(sim, s, &pb->moe)))
         return rc;
@@ -292,7 +380,7 @@ int ps__sim_moe_setup(ps_sim *sim, const ps_schedule *s, const ps_problem *pb)
         return rc;
     rc = plan_all(sim, s, pb, ms);
     if (rc) {
-        forget(sim); /* a half-made memo is not kept */
+        forget(&sim->memo); /* a half-made memo is not kept */
         return rc;
     }
     sim->moe = 1;
@@ -340,7 +428,7 @@ const ps_plan_op *ps__sim_moe_ops(const ps_sim *sim, const ps_action *a, size_t 
     first_layer[0] = sim->stage_first_layer[a->stage];
     first_layer[1] = sim->stage_first_layer[a->kind == PS_FB ? a->bstage : a->stage];
     *n = e->nops;
-    return e->nops ? sim->plan_ops + e->first_op : NULL;
+    return e->nops ? sim->memo.plan_ops + e->first_op : NULL;
 }
 
 int ps_sim_comm(const ps_sim *sim, ps_comm_metrics *out)
