@@ -1118,6 +1118,71 @@ START_TEST(parts_pack_errors)
 }
 END_TEST
 
+/*
+ * The search counts a block of candidates that share the knobs a failed check reads (up to
+ * ps__space_reason_level of its reason) from the block's first candidate. On the whole spaces
+ * of the three models (a 16-GPU job too, where tp.pp.cp fails more often), every candidate of
+ * such a block fails the same check as its first, and the search's count of every cheap reason,
+ * with 1 and 2 threads, equals a count over every candidate one by one.
+ */
+START_TEST(reason_levels)
+{
+    ps_transformer models[3] = {dense_model(), gqa_model(), moe_model()};
+    ps_hardware hw = small_hw();
+    for (int k = 0; k < 6; k++) {
+        const ps_transformer *m = &models[k % 3];
+        ps_tune_job j = small_job(3);
+        if (k >= 3)
+            j.gpus = 16;
+        ps__space sp;
+        char err[PS__ERRLEN];
+        ps__constraints none;
+        memset(&none, 0, sizeof none);
+        ck_assert_int_eq(ps__space_build(&sp, m, &hw, &j, &none, err), 0);
+        uint64_t count[PS__R_CHEAP] = {0}, blocks = 0;
+        for (uint64_t x = 0; x < sp.total; x++) {
+            ps_tune_config c;
+            ps__cheap ch;
+            ps__space_decode(&sp, x, &c);
+            int why = ps__space_check(&sp, &c, &ch);
+            if (why < 0)
+                continue;
+            count[why]++;
+            int level = ps__space_reason_level(why);
+            uint64_t b = sp.stride[level];
+            if (level == PS_KNOBS - 1 || x % b)
+                continue;
+            blocks++;
+            for (uint64_t y = x + 1; y < x + b; y++) {
+                ps_tune_config d;
+                ps__space_decode(&sp, y, &d);
+                ck_assert_msg(ps__space_check(&sp, &d, &ch) == why,
+                              "case %d: candidate %llu fails another check than %llu", k,
+                              (unsigned long long)y, (unsigned long long)x);
+            }
+        }
+        ck_assert_uint_gt(blocks, 0);
+        for (int threads = 1; threads <= 2; threads++) {
+            j.threads = threads;
+            ps_tune *t = tune_ok(m, &hw, &j);
+            for (int r = 0; r < PS__R_CHEAP; r++) {
+                uint64_t got = 0;
+                for (size_t i = 0; i < ps_tune_reason_count(t); i++) {
+                    const char *text;
+                    uint64_t n;
+                    ck_assert_int_eq(ps_tune_reason(t, i, &text, NULL, &n), 0);
+                    if (!strcmp(text, ps__tune_reason_text(r)))
+                        got = n;
+                }
+                ck_assert_msg(got == count[r], "case %d, %d threads, reason %d: %llu, not %llu", k,
+                              threads, r, (unsigned long long)got, (unsigned long long)count[r]);
+            }
+            ps_tune_free(t);
+        }
+    }
+}
+END_TEST
+
 /* The front against step time, peak memory and GPU count of hand-made points. */
 START_TEST(pareto3_hand)
 {
@@ -1396,6 +1461,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, constraints);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, csv_all);
+    tcase_add_test(tc, reason_levels);
     tcase_add_test(tc, pareto3_hand);
     tcase_add_test(tc, parts_same);
     tcase_add_test(tc, parts_shared_bound);

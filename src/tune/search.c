@@ -589,7 +589,7 @@ static int evaluate(worker *w, uint64_t idx)
  * later knob (precision, a2a, layout) takes two values. The order changes no result: every
  * outcome is a function of the candidate, and the merge orders by candidate number.
  */
-static void visit_chunk(worker *w, uint64_t lo, uint64_t hi)
+static void visit_range(worker *w, uint64_t lo, uint64_t hi)
 {
     const ps__space *s = &w->t->sp;
     uint64_t stride = s->stride[PS_KNOB_DISTOPT], nv = (uint64_t)s->nv[PS_KNOB_DISTOPT];
@@ -646,6 +646,48 @@ static uint64_t owned_candidates(const ps_tune *t)
     if (chunks && (chunks - 1) % t->part.parts == t->part.part)
         n -= chunks * CHUNK - total; /* the last chunk is short */
     return n;
+}
+
+/* Counts the candidates [lo, hi) as rejected for the cheap check `why`, without decoding them. */
+static void reject_range(worker *w, uint64_t lo, uint64_t hi, int why)
+{
+    w->cheap[why] += hi - lo;
+    if (lo < w->cheap_first[why])
+        w->cheap_first[why] = lo;
+    for (uint64_t x = lo; x < hi && w->t->recs; x++)
+        set_record(w->t, x, ST_REJECTED, why, w->id, NULL);
+}
+
+/*
+ * Visits [lo, hi) a block at a time, a block being the candidates that share the knobs up to
+ * the schedule (stride[PS_KNOB_SCHEDULE] numbers; the distributed optimizer's groups lie
+ * inside one). Most of a large space fails a check that reads only those knobs (gpus by
+ * tp.pp.cp, the family's vpp, the heads by tp, ...: ps__space_reason_level), and then every
+ * candidate of the block, or of the larger block of the knobs up to pp, fails it in the same
+ * way: they are counted together from the block's first candidate, which is the only one
+ * decoded. The other blocks are visited candidate by candidate. The counts, the first
+ * candidate of each reason and the records are those of visiting every candidate.
+ */
+static void visit_chunk(worker *w, uint64_t lo, uint64_t hi)
+{
+    const ps__space *s = &w->t->sp;
+    uint64_t x = lo;
+    while (x < hi && !w->rc) {
+        ps_tune_config c;
+        ps__cheap ch;
+        ps__space_decode(s, x, &c);
+        int why = ps__space_check(s, &c, &ch);
+        int level = why >= 0 ? ps__space_reason_level(why) : PS_KNOBS - 1;
+        uint64_t block = s->stride[level < PS_KNOB_SCHEDULE ? level : PS_KNOB_SCHEDULE];
+        uint64_t end = (x / block + 1) * block;
+        if (end > hi)
+            end = hi;
+        if (level <= PS_KNOB_SCHEDULE)
+            reject_range(w, x, end, why);
+        else
+            visit_range(w, x, end);
+        x = end;
+    }
 }
 
 static void *work(void *arg)

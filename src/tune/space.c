@@ -550,6 +550,19 @@ void ps__space_bounds(const ps__space *s, const ps_tune_config *c, int32_t dp, d
     *step_lb_s = flops / ((double)s->job.gpus * peak * 1e12) + opt_sum / pp;
 }
 
+/* The checks of ps__space_check read, in their order: gpus % (tp.pp.cp) the knobs up to pp; the
+ * family's rules on pp and vpp, heads and kv_heads by tp, the experts by ep, ep.etp against
+ * dp.cp.tp and seq by cp the knobs up to the schedule; from the layer split on (layout) every
+ * knob. Keep this table in step with the checks (tests/test-tune.c checks it on whole spaces). */
+int ps__space_reason_level(int reason)
+{
+    if (reason == PS__R_DEVICES)
+        return PS_KNOB_PP;
+    if (reason >= PS__R_PP1 && reason <= PS__R_SEQ)
+        return PS_KNOB_SCHEDULE;
+    return PS_KNOBS - 1;
+}
+
 int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
 {
     const ps_transformer *m = s->m;

@@ -92,6 +92,12 @@ typedef struct ps__cheap {
 /* Runs the cheap checks on c: -1 when it passes (and *out filled), else the PS__R_* reason. */
 int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out);
 
+/* The last knob (in the numbering's order) that the checks up to and including `reason` read:
+ * every candidate that shares the values of the knobs 0 .. that one with a candidate rejected
+ * for `reason` is rejected for it too (search.c skips them together). PS_KNOBS - 1 for the
+ * reasons whose checks read every knob. */
+int ps__space_reason_level(int reason);
+
 /* The largest rank's weights + gradients + optimizer + overhead (GiB) and the step-time lower
  * bound of c, whose divisibility holds (for the tests: equal to the estimate's own). */
 void ps__space_bounds(const ps__space *s, const ps_tune_config *c, int32_t dp, double *static_gib,
