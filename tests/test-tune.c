@@ -1129,15 +1129,26 @@ START_TEST(reason_levels)
 {
     ps_transformer models[3] = {dense_model(), gqa_model(), moe_model()};
     ps_hardware hw = small_hw();
-    for (int k = 0; k < 6; k++) {
+    /* Cases 6 to 11: the group and adaptive's options too, knobs after the schedule that the
+     * checks of the group and of adaptive's options read. */
+    static const int32_t groups[] = {1, 2}, warmups[] = {1, 2}, splits[] = {0, 1};
+    for (int k = 0; k < 12; k++) {
         const ps_transformer *m = &models[k % 3];
         ps_tune_job j = small_job(3);
-        if (k >= 3)
+        if (k % 6 >= 3)
             j.gpus = 16;
+        int more = k >= 6;
         ps__space sp;
         char err[PS__ERRLEN];
         ps__constraints none;
         memset(&none, 0, sizeof none);
+        if (more) {
+            memcpy(none.allow[PS_KNOB_GROUP], groups, sizeof groups);
+            memcpy(none.allow[PS_KNOB_WARMUP], warmups, sizeof warmups);
+            memcpy(none.allow[PS_KNOB_SPLIT], splits, sizeof splits);
+            none.nallow[PS_KNOB_GROUP] = none.nallow[PS_KNOB_WARMUP] = 2;
+            none.nallow[PS_KNOB_SPLIT] = 2;
+        }
         ck_assert_int_eq(ps__space_build(&sp, m, &hw, &j, &none, err), 0);
         uint64_t count[PS__R_CHEAP] = {0}, blocks = 0;
         for (uint64_t x = 0; x < sp.total; x++) {
@@ -1164,8 +1175,16 @@ START_TEST(reason_levels)
         ck_assert_uint_gt(blocks, 0);
         for (int threads = 1; threads <= 2; threads++) {
             j.threads = threads;
-            ps_tune *t = tune_ok(m, &hw, &j);
-            for (int r = 0; r < PS__R_CHEAP; r++) {
+            ps_tune *t;
+            ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+            if (more) {
+                ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_GROUP, groups, 2), 0);
+                ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_WARMUP, warmups, 2), 0);
+                ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_SPLIT, splits, 2), 0);
+            }
+            ck_assert_int_eq(ps_tune_run(t, m, &hw, &j), 0);
+            /* The reasons of ps__space_check (memory and recompute fit come later). */
+            for (int r = 0; r < PS__R_MEMORY; r++) {
                 uint64_t got = 0;
                 for (size_t i = 0; i < ps_tune_reason_count(t); i++) {
                     const char *text;

@@ -578,11 +578,6 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
     int rule = families[f].vpp;
     if ((rule > 0 && vpp != rule) || (rule < 0 && vpp < 2))
         return PS__R_VPP;
-    int32_t group = k[PS_KNOB_GROUP];
-    if (group > 1 && !((f == F_INTERLEAVED || f == F_ADAPTIVE) && vpp > 1))
-        return PS__R_GROUP;
-    if ((k[PS_KNOB_WARMUP] != 1 || k[PS_KNOB_SPLIT]) && f != F_ADAPTIVE)
-        return PS__R_ADAPTIVE;
     int32_t dp = (int32_t)(s->job.gpus / tpc);
     int32_t g = m->kv_heads > 0 ? m->kv_heads : m->heads;
     if (m->heads % tp)
@@ -597,6 +592,13 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
     }
     if (cp > 1 && s->job.seq % (2 * cp))
         return PS__R_SEQ;
+    /* After the checks that read only the knobs up to the schedule (ps__space_reason_level):
+     * these read the group and adaptive's options, which vary inside such a block. */
+    int32_t group = k[PS_KNOB_GROUP];
+    if (group > 1 && !((f == F_INTERLEAVED || f == F_ADAPTIVE) && vpp > 1))
+        return PS__R_GROUP;
+    if ((k[PS_KNOB_WARMUP] != 1 || k[PS_KNOB_SPLIT]) && f != F_ADAPTIVE)
+        return PS__R_ADAPTIVE;
     int64_t copies = families[f].place == 2 ? 2 : 1;
     int64_t nst = (int64_t)pp * vpp;
     if (!k[PS_KNOB_LAYOUT] && m->layers % nst)

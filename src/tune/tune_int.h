@@ -25,13 +25,13 @@ enum {
     PS__R_DEVICES,  /* gpus % (tp.pp.cp) */
     PS__R_PP1,      /* pp = 1 runs 1f1b alone */
     PS__R_VPP,      /* the family does not take this vpp */
-    PS__R_GROUP,    /* a group size above pp outside interleaved/adaptive with vpp > 1 */
-    PS__R_ADAPTIVE, /* warmup other than 1 or split backward outside adaptive */
     PS__R_HEADS,    /* heads % tp */
     PS__R_KV,       /* kv_heads and tp */
     PS__R_EXPERTS,  /* experts % ep */
     PS__R_EPETP,    /* ep.etp does not divide dp.cp.tp */
     PS__R_SEQ,      /* seq % 2cp */
+    PS__R_GROUP,    /* a group size above pp outside interleaved/adaptive with vpp > 1 */
+    PS__R_ADAPTIVE, /* warmup other than 1 or split backward outside adaptive */
     PS__R_LAYERS,   /* layers % (pp.vpp) */
     PS__R_BALANCED, /* balanced: the even split, or fewer layers than stages */
     PS__R_FIT_AUTO, /* recompute fit with layout auto */
