@@ -522,6 +522,38 @@ END_TEST
  * operation; a floor below the parts changes nothing, and a dense layer, the weight gradient
  * and token drop (the routing's sizes known in advance) are never touched. The expected
  * values come from the run without a floor. */
+/* Full recompute of N layers per stage on a MoE model: each recomputed layer adds its forward
+ * (attention, experts and shared expert of the layer table, no host floor here) to the stage's
+ * backward, so stage 1 (layers 2 and 3, both MoE) pays one such forward more at N = 2 than at
+ * N = 1; and N = 1 is faster than recomputing every layer (it once charged every layer). */
+START_TEST(estimate_moe_recompute_layers)
+{
+    ps_transformer m = small_moe_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.gpus = 8, t.pp = 4, t.ep = 2, t.gbs = 16;
+    strcpy(t.schedule, "1f1b");
+    t.recompute = PS_RECOMPUTE_FULL;
+    ps_estimate *e = run_ok(&m, &h, &t);
+    ps_estimate_result all, one;
+    ck_assert_int_eq(ps_estimate_result_get(e, &all), 0);
+    ps_action b1 = {PS_B, 0, 0, 1, 0, 0, 0};
+    t.recompute_layers = 1;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    ck_assert_int_eq(ps_estimate_result_get(e, &one), 0);
+    ps_moe_model mm;
+    ck_assert_int_eq(ps_problem_get_moe(ps_estimate_problem(e), &mm), 0);
+    double d1 = ps_sim_duration(ps_estimate_sim(e), &b1);
+    t.recompute_layers = 2;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    double d2 = ps_sim_duration(ps_estimate_sim(e), &b1);
+    const double *x = mm.moe.t;
+    near(d2 - d1, x[PS_OP_ATTN] + x[PS_OP_MLP] + x[PS_OP_SHARED]);
+    ck_assert(one.step_time_s < all.step_time_s);
+    ps_estimate_free(e);
+}
+END_TEST
+
 START_TEST(estimate_moe_fixed_time)
 {
     ps_transformer m = small_model();
@@ -987,6 +1019,7 @@ int main(void)
     tc = tcase_create("moe");
     tcase_add_test(tc, estimate_moe_through_planner);
     tcase_add_test(tc, estimate_moe_fixed_time);
+    tcase_add_test(tc, estimate_moe_recompute_layers);
     tcase_add_test(tc, estimate_group_size);
     tcase_add_test(tc, estimate_collective_spread);
     suite_add_tcase(su, tc);

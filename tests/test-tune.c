@@ -1269,7 +1269,7 @@ static const known_case known_cases[] = {
     {"deepseek-v3, 1024 h100-sxm, gbs 7680, within tp1 pp16 cp1 (DeepSeek's DualPipe ep64)",
      "deepseek-v3", "h100-sxm", 1024, 7680, 4096, "tp=1,pp=16,cp=1", NULL,
      "vpp=1,schedule=dualpipe,ep=16,etp=1,a2a=hierarchical,recompute=full,layout=balanced", 23.4612,
-     "schedule=dualpipe,ep=64", -1, 288, 1.24018},
+     "schedule=dualpipe,ep=64", -1, 292, 1.24018},
     {"pangu-ultra-moe-718b, 6144 ascend-910b, within tp8 pp16 cp1 (Huawei's vpp2 ep32 adaptive)",
      "pangu-ultra-moe-718b", "ascend-910b", 6144, 1536, 8192, "pp=16,tp=8,cp=1", NULL,
      "vpp=2,schedule=zb-v,ep=2,etp=8,a2a=hierarchical,recompute=none,layout=balanced", 6.2336,
@@ -1277,7 +1277,7 @@ static const known_case known_cases[] = {
     {"pangu-ultra-moe-718b, the same with expert tp 1", "pangu-ultra-moe-718b", "ascend-910b", 6144,
      1536, 8192, "pp=16,tp=8,cp=1", NULL,
      "vpp=2,schedule=zb-v,ep=2,etp=8,a2a=hierarchical,recompute=none,layout=balanced", 6.2336,
-     "vpp=2,schedule=adaptive,ep=32,etp=1", -1, 366, 1.31266},
+     "vpp=2,schedule=adaptive,ep=32,etp=1", 1, 115, 1.15742},
 };
 
 /* Parses "knob=value,..." (one value per knob) into knob[], val[]: the count. */

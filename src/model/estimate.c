@@ -401,6 +401,7 @@ static void stage_costs(ps_estimate *e, const ps__setup *u, const derived *d, in
     for (int32_t st = 0; st < u->stages; st++) {
         const ps_stage_layers *sl = &e->sl[st % u->model_stages];
         double f = 0, i = 0, w = 0, tpf = 0, tpi = 0, cpf = 0, cpi = 0, act = 0, wg = 0;
+        double moe_rec = 0; /* MoE mode: the recompute of N layers per stage (moe_model) */
         int32_t rec = full ? (tr->recompute_layers > 0 && tr->recompute_layers < sl->layers
                                   ? tr->recompute_layers
                                   : sl->layers)
@@ -422,6 +423,8 @@ static void stage_costs(ps_estimate *e, const ps__setup *u, const derived *d, in
                     tpi += tp, cpi += L->cp_f;
                 }
             }
+            if (moe_mode && k < rec && tr->recompute_layers > 0)
+                moe_rec += layer_f(L);
             if (k < rec) {
                 act += d->act_rec;
             } else {
@@ -440,6 +443,7 @@ static void stage_costs(ps_estimate *e, const ps__setup *u, const derived *d, in
             tpf += d->out_tp, tpi += d->out_tp;
             act += d->act_logits;
         }
+        x.b += moe_rec;
         e->extra[st] = x;
         e->cost[st].f = f + x.f, e->cost[st].b = i + x.b, e->cost[st].w = w + x.w;
         e->tp_f[st] = tpf, e->tp_i[st] = tpi, e->cp_f[st] = cpf, e->cp_i[st] = cpi;
@@ -494,7 +498,11 @@ static int moe_model(ps_estimate *e, const ps__setup *u, const derived *d, ps_mo
         return rc;
     for (int k = 0; k < PS_OP_LAYER_COUNT; k++)
         mm->moe.t[k] *= 1e-3, mm->dense.t[k] *= 1e-3;
-    int full = u->tr->recompute == PS_RECOMPUTE_FULL, sel = u->tr->recompute == 1;
+    /* Full recompute of every layer is in the layer table; of N layers per stage
+     * (recompute_layers > 0) in the stages' extras (stage_costs), since the table is one for
+     * every layer. */
+    int full = u->tr->recompute == PS_RECOMPUTE_FULL && u->tr->recompute_layers == 0;
+    int sel = u->tr->recompute == PS_RECOMPUTE_SELECTIVE;
     for (int moe = 0; moe < 2; moe++) {
         const ps__layer_s *L = moe ? &d->moe : &d->dense;
         double *t = moe ? mm->moe.t : mm->dense.t;
