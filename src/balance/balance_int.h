@@ -37,6 +37,12 @@ uint64_t ps__rng_below(ps__rng *r, uint64_t n);
 /* Standard normal (Box-Muller, one value per call). */
 double ps__rng_normal(ps__rng *r);
 
+/* One number of a synthetic spec (what: "synthetic experts", "synthetic samples"): the whole
+ * word v[0 .. n), finite, in [lo, hi], whole when integer is set, into *out; else PS_ECONFIG
+ * with a message naming what, the key, the range and the word in err (errlen bytes). */
+int ps__spec_number(const char *what, const char *key, const char *v, size_t n, double lo,
+                    double hi, int integer, double *out, char *err, size_t errlen);
+
 /* ---- D: data reordering (data.c) ------------------------------------------------------------ */
 
 /* ps_balance_data; with weights set, times[] are in units of the problem's micro-batch: a

@@ -23,27 +23,10 @@
 
 /* ---- synthetic samples ---------------------------------------------------------------------- */
 
-/* One number of a samples spec: the whole word, finite, in [lo, hi], whole when integer. */
 static int samples_number(const char *key, const char *v, size_t n, double lo, double hi,
                           int integer, double *out, char *err, size_t errlen)
 {
-    char buf[64];
-    if (n == 0 || n >= sizeof buf)
-        goto bad;
-    memcpy(buf, v, n);
-    buf[n] = 0;
-    if (strspn(buf, "0123456789.eE+-") < n)
-        goto bad;
-    char *end;
-    double x = strtod(buf, &end);
-    if (end == buf + n && x >= lo && x <= hi && (!integer || x == floor(x))) {
-        *out = x;
-        return 0;
-    }
-bad:
-    return ps__seterr_n(err, errlen, PS_ECONFIG,
-                        "synthetic samples: %s needs %s in [%g, %g]; got \"%.*s\"", key,
-                        integer ? "an integer" : "a number", lo, hi, (int)(n < 40 ? n : 40), v);
+    return ps__spec_number("synthetic samples", key, v, n, lo, hi, integer, out, err, errlen);
 }
 
 typedef struct samples_spec {

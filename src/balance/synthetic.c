@@ -80,9 +80,8 @@ typedef struct synth_spec {
     long long seed, steps;
 } synth_spec;
 
-/* One number of the spec: the whole word, finite, in [lo, hi], whole when integer is set. */
-static int spec_number(ps_expert_trace *t, const char *key, const char *v, size_t n, double lo,
-                       double hi, int integer, double *out)
+int ps__spec_number(const char *what, const char *key, const char *v, size_t n, double lo,
+                    double hi, int integer, double *out, char *err, size_t errlen)
 {
     char buf[64];
     if (n == 0 || n >= sizeof buf)
@@ -98,9 +97,16 @@ static int spec_number(ps_expert_trace *t, const char *key, const char *v, size_
         return 0;
     }
 bad:
-    return ps__seterr(t->err, PS_ECONFIG,
-                      "synthetic experts: %s needs %s in [%g, %g]; got \"%.*s\"", key,
-                      integer ? "an integer" : "a number", lo, hi, (int)(n < 40 ? n : 40), v);
+    return ps__seterr_n(err, errlen, PS_ECONFIG, "%s: %s needs %s in [%g, %g]; got \"%.*s\"", what,
+                        key, integer ? "an integer" : "a number", lo, hi, (int)(n < 40 ? n : 40),
+                        v);
+}
+
+static int spec_number(ps_expert_trace *t, const char *key, const char *v, size_t n, double lo,
+                       double hi, int integer, double *out)
+{
+    return ps__spec_number("synthetic experts", key, v, n, lo, hi, integer, out, t->err,
+                           sizeof t->err);
 }
 
 static int parse_spec(ps_expert_trace *t, const char *spec, synth_spec *o)
