@@ -554,6 +554,54 @@ START_TEST(estimate_moe_recompute_layers)
 }
 END_TEST
 
+/* zb-auto plans under the device: its memory limit is the activation memory the rank with the
+ * least of it has left (hbm less weights, gradients, optimizer state and overhead, read off
+ * each rank's breakdown; no recompute, so no working set), in the stage memory's KiB, and every
+ * rank's activations stay under it. With nothing left it plans without a limit and reports
+ * that the run does not fit, rather than fail. */
+START_TEST(estimate_zb_auto_memory_limit)
+{
+    ps_transformer m = small_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.gbs = 8;
+    strcpy(t.schedule, "zb-auto");
+    ps_estimate *e = run_ok(&m, &h, &t);
+    double least = INFINITY, most_act = 0.0;
+    for (int r = 0; r < 2; r++) {
+        ps_rank_memory rm;
+        ck_assert_int_eq(ps_estimate_rank_memory(e, r, &rm), 0);
+        double left = h.hbm_gib - rm.weights - rm.grads - rm.optimizer - rm.overhead;
+        least = left < least ? left : least;
+        most_act = rm.activations > most_act ? rm.activations : most_act;
+    }
+    double limit = ps_problem_mem_limit(ps_estimate_problem(e));
+    near(limit, least * 1024.0 * 1024.0);
+    /* A device with 60% of the largest unconstrained activation peak to spare on its fuller
+     * rank: zb-auto keeps every rank under it. */
+    double spare = 0.6 * most_act;
+    h.hbm_gib = h.hbm_gib - least + spare;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    near(ps_problem_mem_limit(ps_estimate_problem(e)), spare * 1024.0 * 1024.0);
+    ps_estimate_result r;
+    ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+    for (int k = 0; k < 2; k++) {
+        ps_rank_memory rm;
+        ck_assert_int_eq(ps_estimate_rank_memory(e, k, &rm), 0);
+        ck_assert(rm.total <= h.hbm_gib * (1 + 1e-12));
+        ck_assert(rm.activations <= spare * (1 + 1e-9)); /* below the unconstrained most_act */
+    }
+    ck_assert(r.fits);
+    /* Nothing left: no limit, not fitting, no failure. */
+    h.hbm_gib = 1.0;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
+    ck_assert(ps_problem_mem_limit(ps_estimate_problem(e)) == 0.0);
+    ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
+    ck_assert(!r.fits);
+    ps_estimate_free(e);
+}
+END_TEST
+
 START_TEST(estimate_moe_fixed_time)
 {
     ps_transformer m = small_model();
@@ -1019,6 +1067,7 @@ int main(void)
     tc = tcase_create("moe");
     tcase_add_test(tc, estimate_moe_through_planner);
     tcase_add_test(tc, estimate_moe_fixed_time);
+    tcase_add_test(tc, estimate_zb_auto_memory_limit);
     tcase_add_test(tc, estimate_moe_recompute_layers);
     tcase_add_test(tc, estimate_group_size);
     tcase_add_test(tc, estimate_collective_spread);

@@ -562,6 +562,44 @@ static int set_stage_tables(ps_estimate *e, const ps__setup *u)
     return 0;
 }
 
+static void rank_params(ps_estimate *e, const ps__setup *u, const int32_t *srank, int32_t r,
+                        double *pd, double *pe);
+static double working_set(const ps__setup *u, const derived *d);
+
+/*
+ * zb-auto plans under a memory limit (ps_problem_set_mem_limit, in the stage memory's KiB
+ * units): the activation memory the device leaves on the pipeline rank with the least of it,
+ * hbm less the rank's weights, gradients, optimizer state, framework overhead and recompute
+ * working set (the problem takes one limit for every rank, so the smallest budget is the one
+ * that fits them all). 0 (no limit) when some rank has nothing left: the run is then planned
+ * without one and reported as not fitting. zb-auto's placement: the loop for vpp 1, the V for
+ * vpp 2. Uses e->counts as the stage ranks (set_stage_tables fills it afterwards).
+ */
+static int is_zb_auto(const char *name)
+{
+    ps_family_info fi;
+    return ps_family_lookup(name, &fi) >= 0 && strcmp(fi.name, "zb-auto") == 0;
+}
+
+static double zb_auto_limit(ps_estimate *e, const ps__setup *u, const derived *d)
+{
+    int32_t p = u->pp, ns = u->stages, *srank = e->counts;
+    for (int32_t st = 0; st < ns; st++)
+        srank[st] = u->vpp == 2 && st >= p ? 2 * p - 1 - st : st % p;
+    double dd = (double)u->dp * u->cp, edp = dd * u->tp / (u->ep * u->etp);
+    double ws = working_set(u, d), least = INFINITY;
+    for (int32_t r = 0; r < p; r++) {
+        double pd, pe;
+        rank_params(e, u, srank, r, &pd, &pe);
+        double held = u->tr->distributed_optimizer ? pd / dd + pe / edp : pd + pe;
+        double left =
+            (u->hw->hbm_gib - u->hw->overhead_gib) * GIB - 6.0 * (pd + pe) - 12.0 * held - ws;
+        if (left < least)
+            least = left;
+    }
+    return least > 0 && isfinite(least) ? least / MEM_UNIT : 0.0;
+}
+
 static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, const char *name,
                          double c)
 {
@@ -575,7 +613,8 @@ static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, c
         (rc = ps_problem_set_int(pb, PS_PARAM_EXTRA_WARMUP,
                                  u->tr->extra_warmup > 0 ? u->tr->extra_warmup : -1)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_SPLIT_BACKWARD, u->tr->split_backward)) ||
-        (rc = ps_problem_set_cost(pb, PS_COST_C, c)))
+        (rc = ps_problem_set_cost(pb, PS_COST_C, c)) ||
+        (rc = ps_problem_set_mem_limit(pb, is_zb_auto(name) ? zb_auto_limit(e, u, d) : 0.0)))
         return fail(e, rc, "problem", ps_problem_last_error(pb));
     if (e->n_mbw && e->n_mbw != (size_t)u->micro)
         return ps__seterr(e->err, PS_ECONFIG,
@@ -633,7 +672,14 @@ static int make_schedule(ps_estimate *e, int validate)
         e->have_shape = 0;
         e->validated = 0;
         e->snap_n = 0; /* the simulation kept is of the schedule replaced here */
-        if ((rc = ps_schedule_generate(e->s, e->pb)))
+        rc = ps_schedule_generate(e->s, e->pb);
+        if (rc && rc != PS_ENOMEM && ps_problem_mem_limit(e->pb) > 0) {
+            /* zb-auto under the device's budget (zb_auto_limit) cannot hold one micro-batch:
+             * planned without a limit, the run is reported as not fitting. */
+            if ((rc = ps_problem_set_mem_limit(e->pb, 0.0)) == 0)
+                rc = ps_schedule_generate(e->s, e->pb);
+        }
+        if (rc)
             return fail(e, rc, "schedule", ps_schedule_last_error(e->s));
         e->shape = k;
         e->have_shape = 1;
