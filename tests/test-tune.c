@@ -530,6 +530,52 @@ START_TEST(brute_moe)
 }
 END_TEST
 
+/* zb-auto: only with --allow, then planned under the device (every row of it fits and equals
+ * its estimate); the default space never holds it. */
+START_TEST(zb_auto_allowed)
+{
+    ps_transformer m = gqa_model();
+    ps_hardware hw = small_hw();
+    hw.hbm_gib = 4.0;
+    ps_tune_job j = small_job(400);
+    ck_assert_str_eq(ps_tune_family_name(10), "zb-auto");
+    ck_assert_ptr_null(ps_tune_family_name(11));
+    ps_tune *plain = tune_ok(&m, &hw, &j);
+    for (size_t i = 0; i < ps_tune_top_count(plain); i++) {
+        ps_tune_row r;
+        ck_assert_int_eq(ps_tune_top(plain, i, &r), 0);
+        ck_assert_int_ne(r.config.knob[PS_KNOB_SCHEDULE], 10);
+    }
+    ps_tune_free(plain);
+    ps_tune *t;
+    ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+    static const int32_t fams[] = {3, 10}; /* zb-h2, zb-auto */
+    ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_SCHEDULE, fams, 2), 0);
+    ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), 0);
+    ps_estimate *e;
+    ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+    size_t autos = 0;
+    for (size_t i = 0; i < ps_tune_top_count(t); i++) {
+        ps_tune_row r;
+        ck_assert_int_eq(ps_tune_top(t, i, &r), 0);
+        if (r.config.knob[PS_KNOB_SCHEDULE] != 10)
+            continue;
+        autos++;
+        ck_assert(r.result.peak_gib <= hw.hbm_gib - j.mem_reserve_gib);
+        ps_train tr;
+        ps_tune_config_train(&j, &r.config, &tr);
+        ck_assert_int_eq(ps_estimate_run(e, &m, &hw, &tr), 0);
+        ps_estimate_result x;
+        ck_assert_int_eq(ps_estimate_result_get(e, &x), 0);
+        ck_assert(x.step_time_s == r.result.step_time_s);
+        ck_assert(x.peak_gib == r.result.peak_gib);
+    }
+    ck_assert_uint_gt(autos, 0);
+    ps_estimate_free(e);
+    ps_tune_free(t);
+}
+END_TEST
+
 /* ---- determinism ---------------------------------------------------------------------------- */
 
 static void same_answer(const ps_tune *a, const ps_tune *b)
@@ -1481,6 +1527,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, csv_all);
     tcase_add_test(tc, reason_levels);
+    tcase_add_test(tc, zb_auto_allowed);
     tcase_add_test(tc, pareto3_hand);
     tcase_add_test(tc, parts_same);
     tcase_add_test(tc, parts_shared_bound);

@@ -20,23 +20,33 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 /* The families, with their vpp rule: 1 takes vpp = 1 only, 2 takes vpp = 2 (V placement),
- * -1 takes vpp > 1 only, 0 takes any. */
+ * -1 takes vpp > 1 only, 0 takes any. zb-auto is last and only in the space when --allow
+ * names it (docs/tune.md); the estimate plans it on the loop placement, vpp 1. */
 static const struct {
     const char *name;
     int vpp;
     int place; /* 0 loop, 1 V, 2 bidirectional */
 } families[PS__TUNE_FAMILIES] = {
-    {"1f1b", 1, 0},      {"interleaved", -1, 0}, {"zb-h1", 1, 0}, {"zb-h2", 1, 0},
-    {"zb-v", 2, 1},      {"v-half", 2, 1},       {"v-min", 2, 1}, {"dualpipe", 1, 2},
-    {"dualpipev", 2, 1}, {"adaptive", 0, 0},
+    {"1f1b", 1, 0},      {"interleaved", -1, 0}, {"zb-h1", 1, 0},   {"zb-h2", 1, 0},
+    {"zb-v", 2, 1},      {"v-half", 2, 1},       {"v-min", 2, 1},   {"dualpipe", 1, 2},
+    {"dualpipev", 2, 1}, {"adaptive", 0, 0},     {"zb-auto", 1, 0},
 };
-enum { F_1F1B = 0, F_INTERLEAVED = 1, F_DUALPIPE = 7, F_DUALPIPEV = 8, F_ADAPTIVE = 9 };
+
+enum {
+    F_1F1B = 0,
+    F_INTERLEAVED = 1,
+    F_DUALPIPE = 7,
+    F_DUALPIPEV = 8,
+    F_ADAPTIVE = 9,
+    F_ZB_AUTO = 10
+};
 
 static const char *const reason_text[PS__R_CHEAP] = {
     [PS__R_DEVICES] = "gpus not divisible by tp*pp*cp",
     [PS__R_PP1] = "pp = 1: only 1f1b (no pipeline to schedule)",
-    [PS__R_VPP] = "the schedule does not take this vpp (1f1b, zb-h1, zb-h2, dualpipe: 1; zb-v, "
-                  "v-half, v-min, dualpipev: 2; interleaved: > 1)",
+    [PS__R_VPP] =
+        "the schedule does not take this vpp (1f1b, zb-h1, zb-h2, dualpipe, zb-auto: 1; zb-v, "
+        "v-half, v-min, dualpipev: 2; interleaved: > 1)",
     [PS__R_GROUP] = "group above 1 (a group size above pp): interleaved and adaptive with "
                     "vpp > 1 only",
     [PS__R_ADAPTIVE] = "warmup other than 1 or split-backward on: adaptive only",
@@ -284,8 +294,11 @@ static int candidates(const ps__space *s, int k, int allowed, int32_t *v, int32_
                 v[(*n)++] = d;
         break;
     case PS_KNOB_SCHEDULE:
+        /* zb-auto plans each candidate with its costs under the device's memory (a schedule
+         * per candidate, none kept): only when --allow names it. */
         for (int32_t f = 0; f < PS__TUNE_FAMILIES; f++)
-            v[(*n)++] = f;
+            if (f != F_ZB_AUTO || allowed)
+                v[(*n)++] = f;
         break;
     case PS_KNOB_MBS:
         divisors(v, n, s->job.gbs, 1 << 20);

@@ -17,7 +17,7 @@
 
 #define PS__TUNE_MAXV 1024   /* values of one knob */
 #define PS__TUNE_MAXALLOW 64 /* values of one --allow */
-#define PS__TUNE_FAMILIES 10
+#define PS__TUNE_FAMILIES 11
 
 /* The cheap checks, in the order they run: each a counted rejection reason (search.c keeps
  * the estimate's own refusals and the simulated memory after these). */

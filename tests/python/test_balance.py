@@ -301,7 +301,7 @@ class TuneParts(TempDir):
     def test_families(self):
         self.assertEqual(pipesched.tune_families(),
                          ["1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "v-half", "v-min",
-                          "dualpipe", "dualpipev", "adaptive"])
+                          "dualpipe", "dualpipev", "adaptive", "zb-auto"])
 
     def test_csv_row_estimate_and_progress(self):
         args = dict(gpus=8, gbs=16, seq=4096, top=3, threads=1, fix={"tp": 1},
