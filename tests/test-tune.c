@@ -1512,29 +1512,39 @@ static Suite *tune_suite(void)
     Suite *s = suite_create("tune");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, brute_dense);
-    tcase_add_test(tc, brute_gqa);
-    tcase_add_test(tc, brute_recompute_fit);
-    tcase_add_test(tc, brute_layout_auto);
-    tcase_add_test(tc, brute_adaptive_options);
-    tcase_add_test(tc, brute_moe);
-    tcase_add_test(tc, threads_same);
-    tcase_add_test(tc, prune_same);
-    tcase_add_test(tc, bound_random);
     tcase_add_test(tc, reuse_same);
     tcase_add_test(tc, progress_calls);
     tcase_add_test(tc, constraints);
     tcase_add_test(tc, bad_input);
-    tcase_add_test(tc, csv_all);
-    tcase_add_test(tc, reason_levels);
-    tcase_add_test(tc, zb_auto_allowed);
     tcase_add_test(tc, pareto3_hand);
-    tcase_add_test(tc, parts_same);
-    tcase_add_test(tc, parts_shared_bound);
     tcase_add_test(tc, parts_pack_errors);
-    tcase_add_test(tc, imbalance_prune_same);
     tcase_add_test(tc, imbalance_bad_input);
     suite_add_tcase(s, tc);
+    /* The brute forces and the searches repeated over threads, shares and pruning (about 100
+     * CPU s) and the real models' searches: the valgrind setup (tests/meson.build) sets
+     * PS_TEST_LIGHT and leaves them to the plain and sanitizer runs. */
+    if (getenv("PS_TEST_LIGHT")) {
+        fprintf(stderr, "tune: PS_TEST_LIGHT set: the heavy and known cases are left out\n");
+        return s;
+    }
+    TCase *heavy = tcase_create("heavy");
+    tcase_set_timeout(heavy, 600);
+    tcase_add_test(heavy, brute_dense);
+    tcase_add_test(heavy, brute_gqa);
+    tcase_add_test(heavy, brute_recompute_fit);
+    tcase_add_test(heavy, brute_layout_auto);
+    tcase_add_test(heavy, brute_adaptive_options);
+    tcase_add_test(heavy, brute_moe);
+    tcase_add_test(heavy, threads_same);
+    tcase_add_test(heavy, prune_same);
+    tcase_add_test(heavy, bound_random);
+    tcase_add_test(heavy, csv_all);
+    tcase_add_test(heavy, reason_levels);
+    tcase_add_test(heavy, zb_auto_allowed);
+    tcase_add_test(heavy, parts_same);
+    tcase_add_test(heavy, parts_shared_bound);
+    tcase_add_test(heavy, imbalance_prune_same);
+    suite_add_tcase(s, heavy);
     /* About 3 CPU s in all (bench/README.md has the search's speed). */
     TCase *known = tcase_create("known");
     tcase_set_timeout(known, 300);
