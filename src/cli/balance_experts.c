@@ -75,30 +75,10 @@ static int check_options(const cli_opts *o)
 static int load_trace(job *j)
 {
     const cli_opts *o = j->o;
-    int rc = ps_expert_trace_new(&j->trace, NULL);
+    int rc = cli_expert_trace_read("balance experts", o->synthetic_experts, o->load, &j->model,
+                                   &j->trace);
     if (rc)
-        return cli_report("balance experts", rc, NULL);
-    if (o->synthetic_experts) {
-        int32_t moe_layers = j->model.layers - j->model.first_dense;
-        if (j->model.experts < 1 || moe_layers < 1) {
-            fprintf(stderr, "pipesched: --synthetic-experts: model %s has no MoE layers\n",
-                    j->model.name);
-            return EXIT_USAGE;
-        }
-        rc =
-            ps_expert_trace_synthetic(j->trace, o->synthetic_experts, moe_layers, j->model.experts);
-        if (rc)
-            return cli_report("--synthetic-experts", rc, ps_expert_trace_last_error(j->trace));
-    } else {
-        char *text;
-        size_t len;
-        if (cli_read_file(o->load, TRACE_LIMIT, &text, &len))
-            return EXIT_USAGE;
-        rc = ps_expert_trace_load(j->trace, text, len);
-        free(text);
-        if (rc)
-            return cli_report(o->load, rc, ps_expert_trace_last_error(j->trace));
-    }
+        return rc;
     ps_expert_trace_shape(j->trace, &j->steps, &j->layers, &j->experts);
     if (j->has_model && j->model.experts != j->experts) {
         fprintf(stderr, "pipesched: %s: %d experts per layer, but model %s has %d\n", o->load,

@@ -294,5 +294,11 @@ int cli_edpb_check(const cli_opts *o, const char *cmd);
  * status. Free with cli_edpb_free (also after a failure). */
 int cli_edpb_load(const cli_opts *o, const ps_transformer *m, const ps_train *t, cli_edpb *x);
 void cli_edpb_free(cli_edpb *x);
+/* A routing trace into *out (new; the caller frees it, also after a failure): the synthetic
+ * one of spec `synthetic` for m's MoE layers, else the file's (both formats of balance
+ * experts --load). Prints the reason (what names a failed allocation) and returns the exit
+ * status. */
+int cli_expert_trace_read(const char *what, const char *synthetic, const char *file,
+                          const ps_transformer *m, ps_expert_trace **out);
 
 #endif

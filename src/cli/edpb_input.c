@@ -82,33 +82,41 @@ static int synthetic_samples(const char *spec, const ps_train *t, cli_edpb *x)
     return EXIT_OK;
 }
 
-static int read_trace(const cli_opts *o, const ps_transformer *m, cli_edpb *x)
+int cli_expert_trace_read(const char *what, const char *synthetic, const char *file,
+                          const ps_transformer *m, ps_expert_trace **out)
 {
-    int rc = ps_expert_trace_new(&x->trace, NULL);
+    int rc = ps_expert_trace_new(out, NULL);
     if (rc)
-        return cli_report("expert load", rc, NULL);
-    if (o->synthetic_experts) {
+        return cli_report(what, rc, NULL);
+    ps_expert_trace *t = *out;
+    if (synthetic) {
         int32_t moe_layers = m->layers - m->first_dense;
         if (m->experts < 1 || moe_layers < 1) {
             fprintf(stderr, "pipesched: --synthetic-experts: model %s has no MoE layers\n",
                     m->name);
             return EXIT_USAGE;
         }
-        rc = ps_expert_trace_synthetic(x->trace, o->synthetic_experts, moe_layers, m->experts);
+        rc = ps_expert_trace_synthetic(t, synthetic, moe_layers, m->experts);
         if (rc)
-            return cli_report("--synthetic-experts", rc, ps_expert_trace_last_error(x->trace));
-    } else {
-        char *text;
-        size_t len;
-        if (cli_read_file(o->expert_load, INPUT_LIMIT, &text, &len))
-            return EXIT_USAGE;
-        rc = ps_expert_trace_load(x->trace, text, len);
-        free(text);
-        if (rc)
-            return cli_report(o->expert_load, rc, ps_expert_trace_last_error(x->trace));
+            return cli_report("--synthetic-experts", rc, ps_expert_trace_last_error(t));
+        return EXIT_OK;
     }
-    x->in.trace = x->trace;
-    return EXIT_OK;
+    char *text;
+    size_t len;
+    if (cli_read_file(file, INPUT_LIMIT, &text, &len))
+        return EXIT_USAGE;
+    rc = ps_expert_trace_load(t, text, len);
+    free(text);
+    return rc ? cli_report(file, rc, ps_expert_trace_last_error(t)) : EXIT_OK;
+}
+
+static int read_trace(const cli_opts *o, const ps_transformer *m, cli_edpb *x)
+{
+    int ex =
+        cli_expert_trace_read("expert load", o->synthetic_experts, o->expert_load, m, &x->trace);
+    if (!ex)
+        x->in.trace = x->trace;
+    return ex;
 }
 
 int cli_edpb_load(const cli_opts *o, const ps_transformer *m, const ps_train *t, cli_edpb *x)
