@@ -460,6 +460,18 @@ static ps_moe_model overlap_model(double scale)
     return m;
 }
 
+/* Run k: the kept simulator's timeline equals the fresh one's bit for bit on the 4 ranks. */
+static void same_timeline(const ps_sim *kept, const ps_sim *fresh, const ps_schedule *s, int k)
+{
+    for (int r = 0; r < 4; r++) {
+        size_t n = ps_schedule_rank_length(s, r);
+        ck_assert_msg(
+            !memcmp(ps_sim_starts(kept, r), ps_sim_starts(fresh, r), n * sizeof(double)) &&
+                !memcmp(ps_sim_ends(kept, r), ps_sim_ends(fresh, r), n * sizeof(double)),
+            "run %d, rank %d", k, r);
+    }
+}
+
 /*
  * The simulator keeps its overlap plans from run to run while the MoE model is the same and
  * plans only the layer compositions and fused pairs it has not seen: one simulator through
@@ -493,13 +505,7 @@ START_TEST(sim_moe_plans_kept_across_runs)
         ck_assert_int_eq(ps_sim_new(&fresh, NULL), 0);
         ck_assert_int_eq(ps_sim_run(fresh, s, pb), 0);
         ck_assert_msg(ps_sim_run(kept, s, pb) == 0, "run %d: %s", k, ps_sim_last_error(kept));
-        for (int r = 0; r < 4; r++) {
-            size_t n = ps_schedule_rank_length(s, r);
-            ck_assert_msg(
-                !memcmp(ps_sim_starts(kept, r), ps_sim_starts(fresh, r), n * sizeof(double)) &&
-                    !memcmp(ps_sim_ends(kept, r), ps_sim_ends(fresh, r), n * sizeof(double)),
-                "run %d, rank %d", k, r);
-        }
+        same_timeline(kept, fresh, s, k);
         ps_comm_metrics ca, cb;
         int rc = ps_sim_comm(kept, &ca);
         ck_assert_int_eq(rc, dense ? PS_ENOTFOUND : 0);
@@ -562,13 +568,7 @@ START_TEST(sim_moe_plans_of_many_models)
         uint64_t before = kept->planned;
         ck_assert_msg(ps_sim_run(kept, s, pb) == 0, "run %d: %s", k, ps_sim_last_error(kept));
         uint64_t planned = kept->planned - before;
-        for (int r = 0; r < 4; r++) {
-            size_t n = ps_schedule_rank_length(s, r);
-            ck_assert_msg(
-                !memcmp(ps_sim_starts(kept, r), ps_sim_starts(fresh, r), n * sizeof(double)) &&
-                    !memcmp(ps_sim_ends(kept, r), ps_sim_ends(fresh, r), n * sizeof(double)),
-                "run %d, rank %d", k, r);
-        }
+        same_timeline(kept, fresh, s, k);
         ps_comm_metrics ca, cb;
         ck_assert_int_eq(ps_sim_comm(kept, &ca), 0);
         ck_assert_int_eq(ps_sim_comm(fresh, &cb), 0);
