@@ -19,7 +19,8 @@ typedef struct ps__setup {
     const ps_train *tr;
     int32_t tp, pp, vpp, cp, ep, etp, dp, gpn, sp;
     int32_t stages, model_stages, copies; /* virtual stages, model stages, model copies */
-    int64_t micro;                        /* micro-batches per iteration */
+    int zb_auto;      /* the family is zb-auto: planned under a memory limit (estimate.c) */
+    int64_t micro;    /* micro-batches per iteration */
     double b, s, T;   /* micro-batch sequences, sequence length, tokens b.s/cp on a device */
     double ts;        /* token sharding of the tensors outside attention/MLP: t with SP, else 1 */
     double dh;        /* head dim */

@@ -332,6 +332,7 @@ static int plan_schedule(ps_estimate *e, ps__setup *u, char name[32])
     if (v_place)
         u->vpp = 2;
     u->copies = bidir ? 2 : 1;
+    u->zb_auto = strcmp(fi.name, "zb-auto") == 0;
     u->model_stages = u->pp * u->vpp;
     u->stages = u->model_stages * u->copies;
     if (u->stages > PS_MAX_STAGES)
@@ -575,12 +576,6 @@ static double working_set(const ps__setup *u, const derived *d);
  * without one and reported as not fitting. zb-auto's placement: the loop for vpp 1, the V for
  * vpp 2. Uses e->counts as the stage ranks (set_stage_tables fills it afterwards).
  */
-static int is_zb_auto(const char *name)
-{
-    ps_family_info fi;
-    return ps_family_lookup(name, &fi) >= 0 && strcmp(fi.name, "zb-auto") == 0;
-}
-
 static double zb_auto_limit(ps_estimate *e, const ps__setup *u, const derived *d)
 {
     int32_t p = u->pp, ns = u->stages, *srank = e->counts;
@@ -614,7 +609,7 @@ static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, c
                                  u->tr->extra_warmup > 0 ? u->tr->extra_warmup : -1)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_SPLIT_BACKWARD, u->tr->split_backward)) ||
         (rc = ps_problem_set_cost(pb, PS_COST_C, c)) ||
-        (rc = ps_problem_set_mem_limit(pb, is_zb_auto(name) ? zb_auto_limit(e, u, d) : 0.0)))
+        (rc = ps_problem_set_mem_limit(pb, u->zb_auto ? zb_auto_limit(e, u, d) : 0.0)))
         return fail(e, rc, "problem", ps_problem_last_error(pb));
     if (e->n_mbw && e->n_mbw != (size_t)u->micro)
         return ps__seterr(e->err, PS_ECONFIG,
