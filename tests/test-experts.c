@@ -154,6 +154,16 @@ START_TEST(experts_trace_csv)
 }
 END_TEST
 
+/* Exactly the bound is accepted. */
+static void load_ok_1e15(void)
+{
+    ps_expert_trace *t = NULL;
+    ck_assert_int_eq(ps_expert_trace_new(&t, NULL), 0);
+    ck_assert_int_eq(ps_expert_trace_load(t, "1e15 0\n", 7), 0);
+    ck_assert(ps_expert_trace_tokens(t, 0, 0, 0) == 1e15);
+    ps_expert_trace_free(t);
+}
+
 START_TEST(experts_trace_bad_input)
 {
     load_fails("1,2,-3\n", PS_EPARSE, "line 1, column 5: negative tokens \"-3\"");
@@ -177,6 +187,11 @@ START_TEST(experts_trace_bad_input)
     load_fails("step,layer,expert,tokens\n0,0,70000,1\n", PS_ERANGE,
                "expert 70000 is beyond the limit 65535");
     load_fails("step,layer,expert,tokens\n999999,4095,1000,1\n", PS_ERANGE, "beyond the limit of");
+    /* The fuzzer's find: 3e303 tokens loaded, then refused by the placement. */
+    load_fails("1 3e303\n", PS_ERANGE, "line 1, column 3: tokens 3e303 is beyond the limit 1e+15");
+    load_fails("step,layer,expert,tokens\n0,0,0,1000000000000001\n", PS_ERANGE,
+               "line 2, column 7: tokens 1000000000000001 is beyond the limit 1e+15");
+    load_ok_1e15();
 }
 END_TEST
 
@@ -334,7 +349,10 @@ START_TEST(experts_place_errors)
     g = (ps_expert_group){4, 2, 0};
     w[3] = -1;
     ck_assert_int_eq(ps_expert_place(w, 8, &g, NULL, dev, NULL, err, sizeof err), PS_ECONFIG);
-    ck_assert_str_eq(err, "expert 3 has the load -1: expected a finite number >= 0");
+    ck_assert_str_eq(err, "expert 3 has the load -1: expected a number >= 0 and below 1e300");
+    w[3] = 3e300;
+    ck_assert_int_eq(ps_expert_place(w, 8, &g, NULL, dev, NULL, err, sizeof err), PS_ECONFIG);
+    ck_assert_str_eq(err, "expert 3 has the load 3e+300: expected a number >= 0 and below 1e300");
     ck_assert_int_eq(ps_expert_place(NULL, 8, &g, NULL, dev, NULL, err, sizeof err), PS_EINVAL);
 }
 END_TEST

@@ -138,6 +138,7 @@ typedef struct ps_expert_trace ps_expert_trace;
 #define PS_MAX_MOE_LAYERS 4096
 #define PS_MAX_TRACE_STEPS 1000000
 #define PS_MAX_TRACE_CELLS (1L << 28) /* steps x layers x experts */
+#define PS_MAX_TRACE_TOKENS 1e15      /* tokens of one expert in one layer and step */
 
 /* Creates an empty trace. Returns 0, PS_EINVAL (out NULL) or PS_ENOMEM; caller frees with
  * ps_expert_trace_free (which accepts NULL). */

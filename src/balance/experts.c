@@ -343,8 +343,8 @@ int ps_expert_place(const double *load, int32_t experts, const ps_expert_group *
     for (int32_t e = 0; e < experts; e++)
         if (!(load[e] >= 0 && load[e] < 1e300))
             return ps__seterr_n(err, errlen, PS_ECONFIG,
-                                "expert %d has the load %g: expected a finite number >= 0", e,
-                                load[e]);
+                                "expert %d has the load %g: expected a number >= 0 and below 1e300",
+                                e, load[e]);
     ps_allocator al;
     ps__alloc_init(&al, alloc);
     work k = {.w = load,

@@ -151,7 +151,8 @@ static int next_field(reader *r, int blanks, const char **start, size_t *n)
     return 1;
 }
 
-/* A number of tokens: a decimal >= 0 (digits, a point, an exponent), finite. */
+/* A number of tokens: a decimal >= 0 (digits, a point, an exponent), at most
+ * PS_MAX_TRACE_TOKENS. */
 static int parse_tokens(reader *r, const char *f, size_t n, double *out)
 {
     char buf[64];
@@ -167,6 +168,10 @@ static int parse_tokens(reader *r, const char *f, size_t n, double *out)
         goto bad;
     char *end;
     *out = strtod(buf, &end);
+    if (end == buf + n && isfinite(*out) && *out >= 0 && *out > PS_MAX_TRACE_TOKENS)
+        return ps__seterr(r->err, PS_ERANGE,
+                          "line %ld, column %d: tokens %.*s is beyond the limit %g", r->lineno,
+                          col(r, f), (int)(n < 40 ? n : 40), f, PS_MAX_TRACE_TOKENS);
     if (end == buf + n && isfinite(*out) && *out >= 0)
         return 0;
 bad:
