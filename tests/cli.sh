@@ -925,6 +925,12 @@ contains "$tmp/err" "no value of tp is left: its candidates are 1, 2, 4, 8" "tun
 expect 2 "tune, contradictory flags" -- "$bin" tune $tune --fix tp=8 --allow tp=4,8
 contains "$tmp/err" "tp is in both --fix and --allow" "tune refuses contradictory flags"
 # shellcheck disable=SC2086
+expect 2 "tune, --fix given twice" -- "$bin" tune $tune --fix tp=4 --fix pp=2
+contains "$tmp/err" "--fix is given twice; give all its knobs in one --fix" "tune refuses a second --fix"
+# shellcheck disable=SC2086
+expect 2 "tune, --max given twice" -- "$bin" tune $tune --max tp=4 --max pp=2
+contains "$tmp/err" "--max is given twice" "tune refuses a second --max"
+# shellcheck disable=SC2086
 expect 2 "tune, unknown knob" -- "$bin" tune $tune --fix tpp=2
 contains "$tmp/err" 'unknown knob "tpp"' "tune names the unknown knob"
 # shellcheck disable=SC2086

@@ -161,6 +161,16 @@ static void load_ok_1e15(void)
     ck_assert_int_eq(ps_expert_trace_new(&t, NULL), 0);
     ck_assert_int_eq(ps_expert_trace_load(t, "1e15 0\n", 7), 0);
     ck_assert(ps_expert_trace_tokens(t, 0, 0, 0) == 1e15);
+    /* A file of other numbers sets its own bound. */
+    ck_assert_int_eq(ps_expert_trace_set_max(t, 10), 0);
+    ck_assert_int_eq(ps_expert_trace_load(t, "10 11\n", 6), PS_ERANGE);
+    ck_assert_str_eq(ps_expert_trace_last_error(t),
+                     "line 1, column 4: tokens 11 is beyond the limit 10");
+    ck_assert_int_eq(ps_expert_trace_set_max(t, 1.7e308), 0);
+    ck_assert_int_eq(ps_expert_trace_load(t, "1e300\n", 6), 0);
+    ck_assert_int_eq(ps_expert_trace_set_max(t, 0), PS_EINVAL);
+    ck_assert_int_eq(ps_expert_trace_set_max(t, NAN), PS_EINVAL);
+    ck_assert_int_eq(ps_expert_trace_set_max(NULL, 1), PS_EINVAL);
     ps_expert_trace_free(t);
 }
 

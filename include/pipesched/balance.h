@@ -160,6 +160,12 @@ PS_EXTERN const char *ps_expert_trace_last_error(const ps_expert_trace *t);
  */
 PS_EXTERN int ps_expert_trace_load(ps_expert_trace *t, const char *text, size_t len);
 
+/* Sets the largest number ps_expert_trace_load accepts (a larger one is PS_ERANGE with its line
+ * and column): PS_MAX_TRACE_TOKENS by default; a file of other numbers read in the same format
+ * (a placement read back: device indices) sets its own, up to DBL_MAX, and checks them itself.
+ * Returns 0, or PS_EINVAL (t NULL, max not a number > 0). */
+PS_EXTERN int ps_expert_trace_set_max(ps_expert_trace *t, double max);
+
 /*
  * Fills t with a synthetic trace of `layers` MoE layers of `experts` experts, replacing what
  * it held. spec: `zipf:S` then any of `,drift:X`, `,seed:N`, `,steps:T`, `,tokens:K`

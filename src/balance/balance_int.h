@@ -15,6 +15,7 @@ struct ps_expert_trace {
     ps_allocator al;
     int32_t steps, layers, experts; /* 0 0 0: empty */
     double *tokens;                 /* steps x layers x experts, step-major */
+    double max;                     /* the largest number load accepts */
     char err[PS__ERRLEN];
 };
 

@@ -11,6 +11,7 @@
 #include "balance/balance_int.h"
 
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,15 @@ int ps_expert_trace_new(ps_expert_trace **out, const ps_allocator *alloc)
     if (!(*out = t))
         return PS_ENOMEM;
     t->al = al;
+    t->max = PS_MAX_TRACE_TOKENS;
+    return 0;
+}
+
+int ps_expert_trace_set_max(ps_expert_trace *t, double max)
+{
+    if (!t || !(max > 0 && max <= DBL_MAX))
+        return PS_EINVAL;
+    t->max = max;
     return 0;
 }
 
@@ -73,10 +83,12 @@ typedef struct reader {
     const char *p;           /* the next byte of the line */
     long lineno;
     char *err;
+    double max; /* the largest number accepted */
 } reader;
 
-static void reader_init(reader *r, const char *text, size_t len, char *err)
+static void reader_init(reader *r, const char *text, size_t len, char *err, double max)
 {
+    r->max = max;
     r->text = text;
     r->stop = text + len;
     r->line = r->eol = r->p = NULL;
@@ -151,8 +163,7 @@ static int next_field(reader *r, int blanks, const char **start, size_t *n)
     return 1;
 }
 
-/* A number of tokens: a decimal >= 0 (digits, a point, an exponent), at most
- * PS_MAX_TRACE_TOKENS. */
+/* A number of tokens: a decimal >= 0 (digits, a point, an exponent), at most r->max. */
 static int parse_tokens(reader *r, const char *f, size_t n, double *out)
 {
     char buf[64];
@@ -168,10 +179,10 @@ static int parse_tokens(reader *r, const char *f, size_t n, double *out)
         goto bad;
     char *end;
     *out = strtod(buf, &end);
-    if (end == buf + n && isfinite(*out) && *out >= 0 && *out > PS_MAX_TRACE_TOKENS)
+    if (end == buf + n && isfinite(*out) && *out >= 0 && *out > r->max)
         return ps__seterr(r->err, PS_ERANGE,
                           "line %ld, column %d: tokens %.*s is beyond the limit %g", r->lineno,
-                          col(r, f), (int)(n < 40 ? n : 40), f, PS_MAX_TRACE_TOKENS);
+                          col(r, f), (int)(n < 40 ? n : 40), f, r->max);
     if (end == buf + n && isfinite(*out) && *out >= 0)
         return 0;
 bad:
@@ -363,7 +374,7 @@ int ps_expert_trace_load(ps_expert_trace *t, const char *text, size_t len)
     ps__trace_clear(t);
     t->err[0] = 0;
     reader r;
-    reader_init(&r, text, len, t->err);
+    reader_init(&r, text, len, t->err, t->max);
     int rc;
     if (!next_line(&r))
         rc = ps__seterr(t->err, PS_EPARSE,

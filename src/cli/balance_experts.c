@@ -14,6 +14,7 @@
 #include <pipesched/model.h>
 
 #include <errno.h>
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +104,8 @@ static int load_current(job *j)
     if (cli_read_file(path, TRACE_LIMIT, &text, &len))
         return EXIT_USAGE;
     int rc = ps_expert_trace_new(&j->from, NULL);
+    if (!rc) /* device indices, checked below by their own bounds */
+        rc = ps_expert_trace_set_max(j->from, DBL_MAX);
     if (!rc)
         rc = ps_expert_trace_load(j->from, text, len);
     free(text);

@@ -92,6 +92,7 @@ typedef struct cli_option {
     const char *commands;      /* the commands that take it, by name; "*": all */
     const char *help;          /* help lines, separated by \n; NULL: per command */
     const char *doc;           /* more for the guide, or NULL */
+    int once; /* refused when given twice on the command line (else the last one counts) */
 } cli_option;
 
 extern const cli_option cli_options[];

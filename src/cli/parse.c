@@ -154,19 +154,24 @@ static void init_opts(cli_opts *o)
     }
 }
 
+/* Whether o holds a value of opt (init_opts's "nothing given" differs per type). */
+static int given(const cli_option *opt, const cli_opts *o)
+{
+    const void *at = (const char *)o + opt->offset;
+    return opt->type == CLI_FLAG      ? *(const int *)at != 0
+           : opt->type == CLI_STRING  ? *(const char *const *)at != NULL
+           : opt->type == CLI_INT     ? *(const long long *)at != -1
+           : opt->type == CLI_DECIMAL ? *(const double *)at != -1
+                                      : *(const int *)at != -1;
+}
+
 int cli_option_fill(const cli_command *cmd, const char *name, const char *arg, cli_opts *o)
 {
     for (size_t i = 0; i < cli_option_count; i++) {
         const cli_option *opt = &cli_options[i];
         if (strcmp(opt->name, name) || !cli_takes(cmd, opt) || !row_in_force(cmd, i))
             continue;
-        void *at = (char *)o + opt->offset;
-        int given = opt->type == CLI_FLAG      ? *(int *)at != 0
-                    : opt->type == CLI_STRING  ? *(const char **)at != NULL
-                    : opt->type == CLI_INT     ? *(long long *)at != -1
-                    : opt->type == CLI_DECIMAL ? *(double *)at != -1
-                                               : *(int *)at != -1;
-        if (given)
+        if (given(opt, o))
             return 0;
         char flag[64];
         snprintf(flag, sizeof flag, "--%s", name);
@@ -242,6 +247,13 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, cli_opts *o)
         if (!cli_takes(cmd, opt)) {
             fprintf(stderr, "pipesched: %s does not take %s (see pipesched %s --help)\n", cmd->name,
                     name, cmd->name);
+            return -1;
+        }
+        if (opt->once && given(opt, o)) {
+            fprintf(stderr,
+                    "pipesched: %s is given twice; give all its knobs in one %s, separated by "
+                    "commas (%s %s)\n",
+                    name, name, name, opt->metavar);
             return -1;
         }
         if (store(opt, name, optarg, o))
