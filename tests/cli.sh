@@ -1095,6 +1095,16 @@ guide_block() {
 if [ -f "$guide" ] && "$bin" help run >/dev/null 2>&1 && "$bin" help draw >/dev/null 2>&1; then
     expect 0 "help --markdown" -- "$bin" help --markdown
     guide_block options "$tmp/out"
+    # Every row of the options table has the header's cells: a '|' inside a code span
+    # (--model NAME|FILE) must be escaped, or GitHub splits the cell.
+    bad=$(sed 's/\\|//g' "$tmp/out" | awk -F'|' '!/^\|/ { n = 0 } /^\|/ { if (!n) n = NF; else if (NF != n) print NR ": " $0 }')
+    if [ -z "$bad" ]; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL: rows of the options table with another count of cells than its header:"
+        echo "$bad" | head -5 | sed 's/^/    /'
+    fi
     expect 0 "help simulate" -- "$bin" help simulate
     { printf '```console\n$ pipesched help simulate\n'; cat "$tmp/out"; printf '```\n'; } >"$tmp/help"
     guide_block help-simulate "$tmp/help"

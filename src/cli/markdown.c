@@ -77,8 +77,10 @@ static void md_option(FILE *f, const cli_option *opt)
     fputs("| `", f);
     if (opt->letter)
         fprintf(f, "-%c, ", opt->letter);
-    fprintf(f, "--%s%s%s` | ", opt->name, opt->metavar ? " " : "",
-            opt->metavar ? opt->metavar : "");
+    fprintf(f, "--%s%s", opt->name, opt->metavar ? " " : "");
+    if (opt->metavar) /* NAME|FILE: a '|' in a code span still ends a GFM cell */
+        md_cell(f, opt->metavar);
+    fputs("` | ", f);
     for (int a = 0; a < CLI_MAX_ALIASES && opt->aliases[a]; a++)
         fprintf(f, "%s`--%s`", a ? ", " : "", opt->aliases[a]);
     fputs(" | ", f);
