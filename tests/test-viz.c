@@ -893,6 +893,24 @@ START_TEST(viz_scatter_points)
     ck_assert_ptr_nonnull(strstr(b.data, "3 points"));
     free(g.it);
     free(b.data);
+    /* Axis labels of any length come out whole (the canvas once cut every text at 127
+     * bytes), and a label of the most bytes a label may have (viz.h: 120). */
+    char longl[121], longx[201], longy[201];
+    for (int i = 0; i < 200; i++) {
+        longx[i] = (char)('A' + i % 26);
+        longy[i] = (char)('a' + i % 26);
+    }
+    longx[200] = longy[200] = 0;
+    memcpy(longl, longy + 1, 120);
+    longl[120] = 0;
+    const char *const long_labels[] = {longl, "b", "c"};
+    b = (buf){0};
+    int lrc = ps_viz_scatter_svg(v, x, y, long_labels, 3, longx, longy, "front", buf_write, &b);
+    ck_assert_msg(lrc == 0, "%d %s", lrc, ps_viz_last_error(v));
+    ck_assert_ptr_nonnull(strstr(b.data, longx));
+    ck_assert_ptr_nonnull(strstr(b.data, longy));
+    ck_assert_ptr_nonnull(strstr(b.data, longl));
+    free(b.data);
     const double bad[] = {1, NAN};
     b = (buf){0};
     ck_assert_int_eq(ps_viz_scatter_svg(v, x, y, NULL, 0, NULL, NULL, NULL, buf_write, &b),

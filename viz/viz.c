@@ -587,14 +587,21 @@ int ps__canvas_label(ps__canvas *cv, Agnode_t *n, const char *text, double w, do
 Agnode_t *ps__canvas_text(ps__canvas *cv, const char *name, const char *cls, double x, double y,
                           const char *text, double pt, char just)
 {
-    char label[128], buf[16];
+    char small[128], buf[16];
     double w = ps__viz_text_width(text, pt) + 4;
     double cx = just == 'l' ? x + w / 2 : just == 'r' ? x - w / 2 : x;
     Agnode_t *n = ps__canvas_box(cv, name, cls, cx, y, w, pt + 4);
     if (!n)
         return NULL;
-    snprintf(label, sizeof label, "%s%s", text, just == 'l' ? "\\l" : just == 'r' ? "\\r" : "");
+    /* The text whole, however long, and Graphviz's justification escape after it. */
+    size_t len = strlen(text) + 3;
+    char *label = len <= sizeof small ? small : malloc(len);
+    if (!label)
+        return NULL;
+    snprintf(label, len, "%s%s", text, just == 'l' ? "\\l" : just == 'r' ? "\\r" : "");
     ps__viz_set(n, cv->label, label);
+    if (label != small)
+        free(label);
     ps__viz_set(n, cv->shape, "plaintext");
     snprintf(buf, sizeof buf, "%g", pt);
     ps__viz_set(n, cv->fsize, buf);
