@@ -281,6 +281,28 @@ the others as words:
 layers per stage of a recompute "fit" row, else 0)."""
 
 
+_INT_RANGE = {ctypes.c_int32: (-(1 << 31), (1 << 31) - 1), ctypes.c_int64: (-(1 << 63), (1 << 63) - 1)}
+
+
+def _set_field(struct, field, arg, v):
+    """Sets a ctypes field from argument ``arg``, refusing what ctypes would silently wrap or
+    cut (2**32 + 8 into an int32 is 8): a whole number in the field's range (not a bool), or
+    for a double field a real number. The library checks the values' own bounds after."""
+    ctype = dict(type(struct)._fields_)[field]
+    if ctype is ctypes.c_double:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _error("EINVAL", "%s must be a number; got %r" % (arg, v))
+        setattr(struct, field, float(v))
+        return
+    lo, hi = _INT_RANGE[ctype]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _error("EINVAL", "%s must be a whole number; got %r" % (arg, v))
+    if not lo <= v <= hi:
+        raise _error("ERANGE", "%s = %d is beyond what the library takes (%d ... %d)"
+                     % (arg, v, lo, hi))
+    setattr(struct, field, v)
+
+
 class Tune:
     """The result of a search (``ps_tune_run``): ``top`` (the fastest configurations that
     fit, fastest first), ``front`` (the Pareto front of step time against peak memory),
@@ -294,11 +316,12 @@ class Tune:
         m, hw, _, _ = _load(config, model, hardware, None)
         job = _lib.TuneJob()
         C["ps_tune_job_init"](ctypes.byref(job))
-        for name, v in (("gpus", gpus), ("gbs", gbs), ("seq", seq), ("top_k", top),
-                        ("threads", threads), ("mem_reserve_gib", mem_reserve_gib),
-                        ("gpus_per_node", gpus_per_node)):
+        for name, arg, v in (("gpus", "gpus", gpus), ("gbs", "gbs", gbs), ("seq", "seq", seq),
+                             ("top_k", "top", top), ("threads", "threads", threads),
+                             ("mem_reserve_gib", "mem_reserve_gib", mem_reserve_gib),
+                             ("gpus_per_node", "gpus_per_node", gpus_per_node)):
             if v is not None:
-                setattr(job, name, v)
+                _set_field(job, name, arg, v)
         job.no_prune = int(bool(no_prune))
         job.record_all = int(bool(record_all))
         raised = []

@@ -154,6 +154,19 @@ class Tune(unittest.TestCase):
         with self.assertRaises(pipesched.Error):
             pipesched.tune("llama3-8b", "h100-sxm", gpus=8, gbs=16, seq=4096,
                            fix={"tp": 2}, max={"tp": 4})
+        # What ctypes would wrap or cut is refused, naming the argument: 2**32 + 8 GPUs
+        # once ran as 8, and a bool passed as a count of threads.
+        for kw, code, word in ((dict(gpus=2 ** 32 + 8), "ERANGE", "gpus = 4294967304"),
+                               (dict(gbs=2 ** 63), "ERANGE", "gbs"),
+                               (dict(threads=True), "EINVAL", "threads must be a whole"),
+                               (dict(seq=4096.5), "EINVAL", "seq must be a whole"),
+                               (dict(mem_reserve_gib="2"), "EINVAL", "mem_reserve_gib must be")):
+            args = dict(gpus=8, gbs=16, seq=4096, top=1)
+            args.update(kw)
+            with self.assertRaises(pipesched.Error) as e:
+                pipesched.tune("llama3-8b", "h100-sxm", **args)
+            self.assertEqual(e.exception.code, pipesched.ERROR_CODES[code])
+            self.assertIn(word, str(e.exception))
 
 
 @needs_viz
