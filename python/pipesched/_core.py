@@ -63,6 +63,29 @@ def _error(code_name, message):
     return Error(ERROR_CODES[code_name], message)
 
 
+_INT_RANGE = {ctypes.c_int32: (-(1 << 31), (1 << 31) - 1),
+              ctypes.c_int64: (-(1 << 63), (1 << 63) - 1)}
+
+
+def _set_field(struct, field, arg, v):
+    """Sets a ctypes field from argument ``arg``, refusing what ctypes would silently wrap or
+    cut (2**32 + 8 into an int32 is 8): a whole number in the field's range (not a bool), or
+    for a double field a real number. The library checks the values' own bounds after."""
+    ctype = dict(type(struct)._fields_)[field]
+    if ctype is ctypes.c_double:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _error("EINVAL", "%s must be a number; got %r" % (arg, v))
+        setattr(struct, field, float(v))
+        return
+    lo, hi = _INT_RANGE[ctype]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _error("EINVAL", "%s must be a whole number; got %r" % (arg, v))
+    if not lo <= v <= hi:
+        raise _error("ERANGE", "%s = %d is beyond what the library takes (%d ... %d)"
+                     % (arg, v, lo, hi))
+    setattr(struct, field, v)
+
+
 def _write_collector():
     """A ps_write_fn that gathers what the library writes, and a function returning it."""
     chunks = []

@@ -6,7 +6,7 @@ from collections import namedtuple
 
 from . import _lib
 from ._core import Error, Problem, Schedule, Simulation, _check, _config_text, _error, \
-    _write_collector
+    _set_field, _write_collector
 from ._lib import C, text
 
 _COMM = ("tp", "cp", "ep", "pp", "dp")
@@ -279,28 +279,6 @@ the others as words:
 "interleaved", "full", "fp8", "hierarchical"), the estimate's figures and the dominant gap
 (what the step spends most on besides compute) with its seconds, and recompute_layers (the
 layers per stage of a recompute "fit" row, else 0)."""
-
-
-_INT_RANGE = {ctypes.c_int32: (-(1 << 31), (1 << 31) - 1), ctypes.c_int64: (-(1 << 63), (1 << 63) - 1)}
-
-
-def _set_field(struct, field, arg, v):
-    """Sets a ctypes field from argument ``arg``, refusing what ctypes would silently wrap or
-    cut (2**32 + 8 into an int32 is 8): a whole number in the field's range (not a bool), or
-    for a double field a real number. The library checks the values' own bounds after."""
-    ctype = dict(type(struct)._fields_)[field]
-    if ctype is ctypes.c_double:
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise _error("EINVAL", "%s must be a number; got %r" % (arg, v))
-        setattr(struct, field, float(v))
-        return
-    lo, hi = _INT_RANGE[ctype]
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise _error("EINVAL", "%s must be a whole number; got %r" % (arg, v))
-    if not lo <= v <= hi:
-        raise _error("ERANGE", "%s = %d is beyond what the library takes (%d ... %d)"
-                     % (arg, v, lo, hi))
-    setattr(struct, field, v)
 
 
 class Tune:

@@ -8,7 +8,7 @@ import ctypes
 import threading
 
 from . import _lib
-from ._core import _check, _error, _write_collector
+from ._core import _check, _error, _set_field, _write_collector
 from ._lib import text
 
 _lock = threading.Lock()
@@ -39,7 +39,10 @@ def _viz(config):
             value = raw
         elif key == "overview":
             value = int(bool(value))
-        setattr(cfg, key, value)
+        if key == "time_unit":
+            setattr(cfg, key, value)
+        else:
+            _set_field(cfg, key, key, value)
     h = ctypes.c_void_p()
     rc = lib.ps_viz_new(ctypes.byref(h), ctypes.byref(cfg), None)
     _check(rc, lambda: "drawing options out of range (viz.h gives the limits): %r" % (config,))

@@ -182,6 +182,12 @@ class Drawings(unittest.TestCase):
         with self.assertRaises(pipesched.Error) as e:
             s.svg(max_boxez=3)
         self.assertIn("max_boxes", str(e.exception))
+        with self.assertRaises(pipesched.Error) as e:  # not wrapped to 3
+            s.svg(max_boxes=2 ** 32 + 3)
+        self.assertIn("max_boxes = 4294967299", str(e.exception))
+        with self.assertRaises(pipesched.Error) as e:
+            s.svg(max_width="wide")
+        self.assertIn("max_width must be a number", str(e.exception))
 
     def test_overlap(self):
         p = pipesched.plan(source("docs", "examples", "deepseek-v3.json"))
