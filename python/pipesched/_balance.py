@@ -2,11 +2,10 @@
 expert placement over expert-parallel devices."""
 
 import ctypes
-import operator
 from collections import namedtuple
 
 from . import _lib
-from ._core import Error, Problem, _check, _error
+from ._core import Error, Problem, _check, _error, _i32
 from ._lib import C, text
 
 _ERRLEN = 1024
@@ -43,19 +42,6 @@ def _doubles(values, what):
     except (TypeError, ValueError):
         raise _error("EINVAL", "%s: expected a list of numbers" % what) from None
     return (ctypes.c_double * max(len(vals), 1))(*vals), len(vals)
-
-
-def _i32(value, what, bits=32):
-    """A whole number for a C int32_t (int64_t with bits=64): refused rather than wrapped."""
-    try:
-        v = operator.index(value)
-    except TypeError:
-        if not (isinstance(value, float) and value.is_integer()):
-            raise _error("EINVAL", "%s must be a whole number; got %r" % (what, value)) from None
-        v = int(value)
-    if not -2 ** (bits - 1) <= v < 2 ** (bits - 1):
-        raise _error("ERANGE", "%s = %d is outside the %d-bit range" % (what, v, bits))
-    return v
 
 
 def _ints(values, what):

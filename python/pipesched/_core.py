@@ -5,6 +5,7 @@ import ctypes
 import difflib
 import io
 import json
+import operator
 import os
 import struct
 from collections import namedtuple
@@ -63,8 +64,19 @@ def _error(code_name, message):
     return Error(ERROR_CODES[code_name], message)
 
 
-_INT_RANGE = {ctypes.c_int32: (-(1 << 31), (1 << 31) - 1),
-              ctypes.c_int64: (-(1 << 63), (1 << 63) - 1)}
+def _i32(value, what, bits=32):
+    """A whole number for a C int32_t (int64_t with bits=64): refused rather than wrapped."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        if not (isinstance(value, float) and value.is_integer()):
+            raise _error("EINVAL", "%s must be a whole number; got %r" % (what, value)) from None
+        v = int(value)
+    if isinstance(value, bool):
+        raise _error("EINVAL", "%s must be a whole number; got %r" % (what, value))
+    if not -2 ** (bits - 1) <= v < 2 ** (bits - 1):
+        raise _error("ERANGE", "%s = %d is outside the %d-bit range" % (what, v, bits))
+    return v
 
 
 def _set_field(struct, field, arg, v):
@@ -76,14 +88,8 @@ def _set_field(struct, field, arg, v):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise _error("EINVAL", "%s must be a number; got %r" % (arg, v))
         setattr(struct, field, float(v))
-        return
-    lo, hi = _INT_RANGE[ctype]
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise _error("EINVAL", "%s must be a whole number; got %r" % (arg, v))
-    if not lo <= v <= hi:
-        raise _error("ERANGE", "%s = %d is beyond what the library takes (%d ... %d)"
-                     % (arg, v, lo, hi))
-    setattr(struct, field, v)
+    else:
+        setattr(struct, field, _i32(v, arg, 8 * ctypes.sizeof(ctype)))
 
 
 def _write_collector():

@@ -156,7 +156,7 @@ class Tune(unittest.TestCase):
                            fix={"tp": 2}, max={"tp": 4})
         # What ctypes would wrap or cut is refused, naming the argument: 2**32 + 8 GPUs
         # once ran as 8, and a bool passed as a count of threads.
-        for kw, code, word in ((dict(gpus=2 ** 32 + 8), "ERANGE", "gpus = 4294967304"),
+        for kw, code, word in ((dict(gpus=2 ** 32 + 8), "ERANGE", "gpus = 4294967304 is outside"),
                                (dict(gbs=2 ** 63), "ERANGE", "gbs"),
                                (dict(threads=True), "EINVAL", "threads must be a whole"),
                                (dict(seq=4096.5), "EINVAL", "seq must be a whole"),
@@ -184,7 +184,7 @@ class Drawings(unittest.TestCase):
         self.assertIn("max_boxes", str(e.exception))
         with self.assertRaises(pipesched.Error) as e:  # not wrapped to 3
             s.svg(max_boxes=2 ** 32 + 3)
-        self.assertIn("max_boxes = 4294967299", str(e.exception))
+        self.assertIn("max_boxes = 4294967299 is outside", str(e.exception))
         with self.assertRaises(pipesched.Error) as e:
             s.svg(max_width="wide")
         self.assertIn("max_width must be a number", str(e.exception))
