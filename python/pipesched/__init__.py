@@ -26,7 +26,8 @@ A session, from a family to a CSV that PyTorch loads::
   a front);
 * :func:`balance_data` (with :func:`parse_samples`, :func:`sample_model`): samples to
   data-parallel ranks and slots; :class:`ExpertTrace`, :func:`place_experts` and the
-  ``expert_*`` functions: expert placement (docs/balance.md);
+  ``expert_*`` functions: expert placement (docs/balance.md); :func:`estimate_imbalance`:
+  the step time with uneven samples and expert loads, without and with balancing;
 * :class:`Executor` (:mod:`pipesched.executor`): run a schedule with Python callables;
 * :class:`Error`: every failure, with the library's message and code (``e.code``,
   ``e.name``; the codes are module constants: ``pipesched.EUNSUPPORTED``).
@@ -48,10 +49,10 @@ from ._core import (
     generate,
     load_csv,
 )
-from ._balance import DataBalance, ExpertGroup, ExpertLayerTime, ExpertTrace, Sample, \
-    SampleModel, balance_data, expert_align, expert_device_loads, expert_group_check, \
-    expert_identity, expert_layer_time, expert_migration, expert_migration_bytes, \
-    expert_should_migrate, parse_samples, place_experts, sample_model
+from ._balance import DataBalance, ExpertGroup, ExpertLayerTime, ExpertTrace, Imbalance, \
+    Sample, SampleModel, balance_data, estimate_imbalance, expert_align, expert_device_loads, \
+    expert_group_check, expert_identity, expert_layer_time, expert_migration, \
+    expert_migration_bytes, expert_should_migrate, parse_samples, place_experts, sample_model
 from ._model import Estimate, RankMemory, Tune, TuneRow, estimate, hardware_presets, knobs, \
     models, pareto3, tune, tune_families
 from ._plan import PLANNERS, Plan, PlanOp, plan
@@ -78,8 +79,8 @@ __all__ = [
     "families", "family", "generate", "hardware_presets", "has_executor", "has_viz", "knobs",
     "load_csv", "models", "plan", "tune",
     # balance.h
-    "DataBalance", "ExpertGroup", "ExpertLayerTime", "ExpertTrace", "Sample", "SampleModel",
-    "balance_data", "expert_align", "expert_device_loads", "expert_group_check",
+    "DataBalance", "ExpertGroup", "ExpertLayerTime", "ExpertTrace", "Imbalance", "Sample",
+    "SampleModel", "balance_data", "estimate_imbalance", "expert_align", "expert_device_loads", "expert_group_check",
     "expert_identity", "expert_layer_time", "expert_migration", "expert_migration_bytes",
     "expert_should_migrate", "parse_samples", "place_experts", "sample_model",
     # tune.h and viz.h

@@ -431,3 +431,88 @@ def expert_should_migrate(before_s, after_s, migration_s, horizon):
     migration's seconds."""
     return bool(C["ps_expert_should_migrate"](float(before_s), float(after_s),
                                               float(migration_s), _i32(horizon, "horizon")))
+
+
+# ---------------------------------------------------------------------------------------------
+# EDPB in the estimate
+
+Imbalance = namedtuple(
+    "Imbalance",
+    "even_step_time_s imbalanced_step_time_s experts_step_time_s balanced_step_time_s "
+    "expert_factor expert_factor_balanced data_imbalance data_imbalance_balanced "
+    "slowest_replica slowest_replica_balanced evals rank slot")
+Imbalance.__doc__ = """The step time of a job with uneven samples and expert loads
+(``ps_edpb_estimate``, docs/balance.md "In the estimate"): even (no imbalance), imbalanced
+(input order, identity placement), experts placed, and balanced (placed and the samples
+reordered); the experts' mean max/mean device load before and after; the data imbalance
+(heaviest replica's mean slot weight) before and after; the replicas that set the step; the
+reordering's simulations; ``rank`` and ``slot``: the balanced assignment of each sample in
+input order (lists), or None without samples."""
+
+
+def _samples_array(samples, tr):
+    """A ps_sample array of samples: None, a synthetic spec (``"lognormal:MU,SIGMA"``, one
+    sample per sequence of the global batch), or a list of :class:`Sample` or of lists of
+    document lengths."""
+    if samples is None:
+        return None, 0
+    if isinstance(samples, (str, bytes)):
+        spec = samples.encode("utf-8") if isinstance(samples, str) else samples
+        n = int(tr.gbs)
+        out = (_lib.Sample * max(n, 1))()
+        err = _err_buf()
+        _check(C["ps_samples_synthetic"](spec, tr.seq, out, n, err, _ERRLEN),
+               lambda: text(err.value))
+        return out, n
+    xs = [x if isinstance(x, Sample) else _sample_of(x) for x in samples]
+    out = (_lib.Sample * max(len(xs), 1))(*[_lib.Sample(x.tokens, x.sq, x.docs) for x in xs])
+    return out, len(xs)
+
+
+def estimate_imbalance(model=None, hardware=None, config=None, samples=None, trace=None,
+                       theta=0.9, max_evals=0, **train):
+    """The step time of one configuration (as :func:`pipesched.estimate` takes it: ``model``,
+    ``hardware``, ``config`` and the train keys) with the imbalance of real data, without and
+    with balancing (what ``pipesched estimate --samples/--expert-load`` prints).
+
+    ``samples``: the global batch's samples in input order (``gbs`` of them; a list of
+    :class:`Sample` or of lists of document lengths, as :func:`parse_samples` gives), or a
+    synthetic spec ``"lognormal:MU,SIGMA[,seed:N]"``; ``trace``: an :class:`ExpertTrace` of
+    the model's experts; ``theta``: its EMA factor; ``max_evals``: the reordering's budget of
+    simulations (0: its default).
+
+    Returns an :class:`Imbalance`; raises Error (ECONFIG: a sample count other than gbs, a
+    trace that does not match the model, a dense model with a trace; ERANGE: theta outside
+    [0, 1))."""
+    from ._model import _load
+
+    m, hw, tr, _layout = _load(config, model, hardware, train)
+    xs, n = _samples_array(samples, tr)
+    inp = _lib.EdpbInput()
+    if xs is not None:
+        inp.samples = ctypes.cast(xs, ctypes.POINTER(_lib.Sample))
+        inp.n_samples = n
+    if trace is not None:
+        if not isinstance(trace, ExpertTrace):
+            raise _error("EINVAL", "trace must be an ExpertTrace; got %r" % (trace,))
+        inp.trace = trace._live()
+    try:
+        inp.theta = float(theta)
+    except (TypeError, ValueError):
+        raise _error("EINVAL", "theta must be a number; got %r" % (theta,)) from None
+    inp.max_evals = _i32(max_evals, "max_evals", 64)
+    out = _lib.EdpbResult()
+    rank = (ctypes.c_int32 * max(n, 1))()
+    slot = (ctypes.c_int32 * max(n, 1))()
+    h = ctypes.c_void_p()
+    _check(C["ps_estimate_new"](ctypes.byref(h), None))
+    err = _err_buf()
+    try:
+        _check(C["ps_edpb_estimate"](h, ctypes.byref(m), ctypes.byref(hw), ctypes.byref(tr),
+                                     ctypes.byref(inp), ctypes.byref(out),
+                                     rank if n else None, slot if n else None, err, _ERRLEN),
+               lambda: text(err.value) or text(C["ps_estimate_last_error"](h)))
+    finally:
+        C["ps_estimate_free"](h)
+    figures = [getattr(out, name) for name, _ in _lib.EdpbResult._fields_]
+    return Imbalance(*figures, list(rank[:n]) if n else None, list(slot[:n]) if n else None)

@@ -389,6 +389,32 @@ class SampleModel(Structure):
     _fields_ = [("a", c_double), ("c", c_double), ("d", c_double)]
 
 
+class EdpbInput(Structure):
+    _fields_ = [
+        ("samples", POINTER(Sample)),
+        ("n_samples", c_size_t),
+        ("trace", c_void_p),
+        ("theta", c_double),
+        ("max_evals", c_int64),
+    ]
+
+
+class EdpbResult(Structure):
+    _fields_ = [
+        ("even_step_time_s", c_double),
+        ("imbalanced_step_time_s", c_double),
+        ("experts_step_time_s", c_double),
+        ("balanced_step_time_s", c_double),
+        ("expert_factor", c_double),
+        ("expert_factor_balanced", c_double),
+        ("data_imbalance", c_double),
+        ("data_imbalance_balanced", c_double),
+        ("slowest_replica", c_int32),
+        ("slowest_replica_balanced", c_int32),
+        ("evals", c_int64),
+    ]
+
+
 class DataConfig(Structure):
     _fields_ = [
         ("dp", c_int32),
@@ -492,6 +518,8 @@ STRUCTS = {
     "ps_tune_progress": TuneProgress,
     "ps_sample": Sample,
     "ps_sample_model": SampleModel,
+    "ps_edpb_input": EdpbInput,
+    "ps_edpb_result": EdpbResult,
     "ps_data_config": DataConfig,
     "ps_data_result": DataResult,
     "ps_expert_group": ExpertGroup,
@@ -649,6 +677,11 @@ def _declare_core(lib):
        POINTER(SampleModel), c_char_p, c_size_t)
     fn("ps_balance_data", c_int, P, POINTER(c_double), c_size_t, POINTER(DataConfig),
        POINTER(c_int32), POINTER(c_int32), POINTER(DataResult), c_char_p, c_size_t)
+    fn("ps_samples_synthetic", c_int, c_char_p, c_int32, POINTER(Sample), c_size_t, c_char_p,
+       c_size_t)
+    fn("ps_edpb_estimate", c_int, P, POINTER(Transformer), POINTER(Hardware), POINTER(Train),
+       POINTER(EdpbInput), POINTER(EdpbResult), POINTER(c_int32), POINTER(c_int32), c_char_p,
+       c_size_t)
     fn("ps_expert_trace_new", c_int, POINTER(P), c_void_p)
     fn("ps_expert_trace_free", None, P)
     fn("ps_expert_trace_last_error", c_char_p, P)

@@ -119,6 +119,14 @@ static void model(void)
     F(ps_tune_progress, seconds), F(ps_tune_progress, best_step_s);
     S(ps_sample), F(ps_sample, tokens), F(ps_sample, sq), F(ps_sample, docs);
     S(ps_sample_model), F(ps_sample_model, a), F(ps_sample_model, c), F(ps_sample_model, d);
+    S(ps_edpb_input), F(ps_edpb_input, samples), F(ps_edpb_input, n_samples);
+    F(ps_edpb_input, trace), F(ps_edpb_input, theta), F(ps_edpb_input, max_evals);
+    S(ps_edpb_result), F(ps_edpb_result, even_step_time_s);
+    F(ps_edpb_result, imbalanced_step_time_s), F(ps_edpb_result, experts_step_time_s);
+    F(ps_edpb_result, balanced_step_time_s), F(ps_edpb_result, expert_factor);
+    F(ps_edpb_result, expert_factor_balanced), F(ps_edpb_result, data_imbalance);
+    F(ps_edpb_result, data_imbalance_balanced), F(ps_edpb_result, slowest_replica);
+    F(ps_edpb_result, slowest_replica_balanced), F(ps_edpb_result, evals);
     S(ps_data_config), F(ps_data_config, dp), F(ps_data_config, microbatches);
     F(ps_data_config, mbs), F(ps_data_config, max_evals);
     S(ps_data_result), F(ps_data_result, step_time), F(ps_data_result, baseline_step_time);

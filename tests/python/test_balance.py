@@ -283,6 +283,60 @@ def pipesched_max_experts():
         return int(re.search(r"#define PS_MAX_EXPERTS (\d+)", f.read()).group(1))
 
 
+class EstimateImbalance(TempDir):
+    JOB = dict(gpus=16, tp=1, pp=2, ep=2, gbs=16, mbs=1, seq=4096)
+    ARGS = ["--model", "mixtral-8x7b", "--hardware", "h100-sxm", "--gpus", 16, "--tp", 1,
+            "--pp", 2, "--ep", 2, "--gbs", 16, "--mbs", 1, "--seq", 4096]
+
+    def test_uniform_is_the_even_step(self):
+        """Samples of one full-length document each and no trace: every figure is the even
+        estimate's, the factors 1, and the assignment the input order round-robin."""
+        even = pipesched.estimate("mixtral-8x7b", "h100-sxm", **self.JOB).step_time_s
+        r = pipesched.estimate_imbalance("mixtral-8x7b", "h100-sxm", samples=[[4096]] * 16,
+                                         **self.JOB)
+        for t in (r.even_step_time_s, r.imbalanced_step_time_s, r.experts_step_time_s,
+                  r.balanced_step_time_s):
+            self.assertEqual(t, even)
+        self.assertEqual((r.expert_factor, r.data_imbalance), (1.0, 1.0))
+        self.assertEqual(sorted(zip(r.rank, r.slot)),
+                         sorted((i % 8, i // 8) for i in range(16)))
+        self.assertIsNone(pipesched.estimate_imbalance("mixtral-8x7b", "h100-sxm",
+                                                       **self.JOB).rank)
+
+    def test_matches_cli(self):
+        out = json.loads(cli("estimate", *self.ARGS, "--synthetic-experts", "zipf:1.2",
+                             "--synthetic-samples", "lognormal:7,1.5", "--json"))["imbalance"]
+        trace = pipesched.ExpertTrace.synthetic("zipf:1.2", 32, 8)
+        r = pipesched.estimate_imbalance("mixtral-8x7b", "h100-sxm", samples="lognormal:7,1.5",
+                                         trace=trace, **self.JOB)
+        self.assertEqual(r.even_step_time_s, out["even_step_time_s"])
+        self.assertEqual(r.imbalanced_step_time_s, out["unbalanced_step_time_s"])
+        self.assertEqual(r.experts_step_time_s, out["experts_placed_step_time_s"])
+        self.assertEqual(r.balanced_step_time_s, out["balanced_step_time_s"])
+        self.assertEqual(r.expert_factor, out["expert_max_over_mean"])
+        self.assertEqual(r.evals, out["reorder_simulations"])
+        self.assertGreater(r.imbalanced_step_time_s, r.even_step_time_s)
+        self.assertLessEqual(r.balanced_step_time_s, r.imbalanced_step_time_s)
+        self.assertEqual(len(r.rank), 16)
+
+    def test_errors(self):
+        cases = ((dict(samples=[[4096]] * 15), "ECONFIG", "15"),
+                 (dict(samples="lognormal:7"), "ECONFIG", "lognormal"),
+                 (dict(trace="zipf:1.2"), "EINVAL", "ExpertTrace"),
+                 (dict(samples=[[4096]] * 16, theta="x"), "EINVAL", "theta"),
+                 (dict(samples=[[4096]] * 16, max_evals=1.5), "EINVAL", "max_evals"))
+        for kw, code, word in cases:
+            with self.assertRaises(pipesched.Error) as e:
+                pipesched.estimate_imbalance("mixtral-8x7b", "h100-sxm", **kw, **self.JOB)
+            self.assertEqual(e.exception.code, pipesched.ERROR_CODES[code], kw)
+            self.assertIn(word, str(e.exception))
+        with self.assertRaises(pipesched.Error) as e:  # a dense model with a trace
+            pipesched.estimate_imbalance("llama3-8b", "h100-sxm", gpus=8, tp=1, pp=2, gbs=8,
+                                         seq=4096, trace=pipesched.ExpertTrace.synthetic(
+                                             "zipf:1.2", 32, 8))
+        self.assertEqual(e.exception.code, pipesched.ECONFIG)
+
+
 class TuneParts(TempDir):
     def test_pareto3_by_hand(self):
         # (step, peak, gpus): b dominates d (better in all three); a and c trade off; e equals
