@@ -479,6 +479,118 @@ START_TEST(layout_even_first_last_interleaved_errors)
 }
 END_TEST
 
+/* Layouts "first", "last", "first-last": by hand, then against a brute force over every count
+ * Megatron's rule accepts. */
+START_TEST(layout_ends_hand)
+{
+    int32_t f, l;
+    /* 80 layers, pp 4, vpp 5 (16 per chunk): first a per chunk with 80/5 - a = 3 m, m > a:
+     * a = 1 (m 5); a = 4 gives m = 4, the even split. */
+    ck_assert_int_eq(ps_layout_end_counts(PS_LAYOUT_FIRST, 4, 5, 80, &f, &l), 0);
+    ck_assert_int_eq(f, 5);
+    ck_assert_int_eq(l, 0);
+    ck_assert_int_eq(ps_layout_end_counts(PS_LAYOUT_LAST, 4, 5, 80, &f, &l), 0);
+    ck_assert_int_eq(f, 0);
+    ck_assert_int_eq(l, 5);
+    /* Both ends, pp 4, vpp 1: 80 - 2a = 2m, m > a: a = 19 (m 21). */
+    ck_assert_int_eq(ps_layout_end_counts(3, 4, 1, 80, &f, &l), 0);
+    ck_assert_int_eq(f, 19);
+    ck_assert_int_eq(l, 19);
+    /* 61 layers, pp 16, vpp 1: 61 - a = 15 m: a = 1 (m 4); a = 16 would need m = 3 < a. */
+    ck_assert_int_eq(ps_layout_end_counts(PS_LAYOUT_FIRST, 16, 1, 61, &f, &l), 0);
+    ck_assert_int_eq(f, 1);
+    /* ... both ends: 61 - 2a is odd, 14 m even: none. vpp 2 does not divide 61: none. */
+    ck_assert_int_eq(ps_layout_end_counts(3, 16, 1, 61, &f, &l), PS_ECONFIG);
+    ck_assert_int_eq(f + l, 0);
+    ck_assert_int_eq(ps_layout_end_counts(PS_LAYOUT_LAST, 16, 2, 61, &f, &l), PS_ECONFIG);
+    /* pp 1 has no end rank apart from the rest; both ends need a middle rank. */
+    ck_assert_int_eq(ps_layout_end_counts(PS_LAYOUT_FIRST, 1, 1, 8, &f, &l), PS_ECONFIG);
+    ck_assert_int_eq(ps_layout_end_counts(3, 2, 1, 8, &f, &l), PS_ECONFIG);
+    ck_assert_int_eq(ps_layout_end_counts(0, 4, 1, 8, &f, &l), PS_EINVAL);
+    ck_assert_int_eq(ps_layout_end_counts(4, 4, 1, 8, &f, &l), PS_EINVAL);
+    ck_assert_int_eq(ps_layout_end_counts(1, 4, 1, 8, NULL, &l), PS_EINVAL);
+    ck_assert_int_eq(ps_layout_ends("first"), PS_LAYOUT_FIRST);
+    ck_assert_int_eq(ps_layout_ends("last"), PS_LAYOUT_LAST);
+    ck_assert_int_eq(ps_layout_ends("first-last"), 3);
+    ck_assert_int_eq(ps_layout_ends("balanced"), 0);
+    ck_assert_int_eq(ps_layout_ends(NULL), 0);
+    ck_assert_int_eq(ps_layout_ends("First"), 0);
+    /* The split of the name. 10 layers, pp 4, first: 10 - a = 3 m, a = 1 (m 3): 1, 3, 3, 3,
+     * the MTP layer on the last stage. */
+    const want_stage ten[] = {{0, 1, 1, 0, 0}, {1, 3, 0, 0, 0}, {4, 3, 0, 0, 0}, {7, 3, 0, 1, 1}};
+    expect_split("first", 10, 1, 0, 0, ten, 4);
+    /* 20 layers, pp 4, vpp 2, both ends: 10 - 2a = 2m: a = 2 (m 3): 2, 3, 3, 2 | 2, 3, 3, 2. */
+    want_stage w[8];
+    for (int32_t st = 0, at = 0; st < 8; st++) {
+        int32_t n = st % 4 == 0 || st % 4 == 3 ? 2 : 3;
+        w[st] = (want_stage){at, n, st == 0, 0, st == 7};
+        at += n;
+    }
+    expect_split_pv("first-last", 20, 0, 0, 0, w, 4, 2);
+    expect_error_pv("first-last", 4, 1, 9, 0, 0, 0, PS_ECONFIG,
+                    "layout first-last: no first/last stage layer counts put fewer layers on the "
+                    "first and the last rank than on the middle ranks with the rest even "
+                    "(Megatron's rule) for 9 layers on pp 4, vpp 1");
+    expect_error_pv("last", 4, 1, 8, 0, 0, 3, PS_ECONFIG,
+                    "a layout fixes every stage: first (0) and last (3) stage layers must be 0");
+}
+END_TEST
+
+/* Every layer count up to 64, pp up to 16 and vpp up to 8: the counts equal the brute force's
+ * (every first/last count in [1, layers] that Megatron's rule of ps_layout_split accepts,
+ * with the end rank's chunks below a middle rank's; the largest), and the split equals the
+ * balanced one exactly where tune's rule says (vpp 1: the last rank alone when layers mod pp
+ * is pp - 1, both ends when it is pp - 2). */
+START_TEST(layout_ends_brute)
+{
+    static ps_stage_layers a[PS_MAX_STAGES], b[PS_MAX_STAGES];
+    long legal = 0, dups = 0;
+    for (int32_t layers = 1; layers <= 64; layers++)
+        for (int32_t pp = 1; pp <= 16; pp++)
+            for (int32_t vpp = 1; vpp <= 8; vpp++)
+                for (int ends = 1; ends <= 3; ends++) {
+                    int32_t best = 0;
+                    for (int32_t x = 1; x <= layers; x++) {
+                        int32_t f = ends & 1 ? x : 0, l = ends & 2 ? x : 0;
+                        if (ps_layout_split(NULL, pp, vpp, layers, 0, f, l, a, NULL, 0))
+                            continue;
+                        /* chunk 0 of a middle rank: the last, the first, or rank 1 */
+                        int32_t mid = a[ends == 1 ? pp - 1 : ends == 2 ? 0 : 1].layers;
+                        if (pp > (ends == 3 ? 2 : 1) && x / vpp < mid)
+                            best = x;
+                    }
+                    int32_t f, l;
+                    int rc = ps_layout_end_counts(ends, pp, vpp, layers, &f, &l);
+                    ck_assert_msg(rc == (best ? 0 : PS_ECONFIG), "%d layers pp %d vpp %d ends %d",
+                                  layers, pp, vpp, ends);
+                    if (!best)
+                        continue;
+                    legal++;
+                    ck_assert_int_eq(f, ends & 1 ? best : 0);
+                    ck_assert_int_eq(l, ends & 2 ? best : 0);
+                    static const char *const name[] = {"", "first", "last", "first-last"};
+                    ck_assert_int_eq(ps_layout_split(name[ends], pp, vpp, layers, 0, 0, 0, a,
+                                                     NULL, 0),
+                                     0);
+                    ck_assert_int_eq(ps_layout_split(NULL, pp, vpp, layers, 0, f, l, b, NULL, 0),
+                                     0);
+                    int same = 1, as_balanced = 1;
+                    for (int32_t s = 0; s < pp * vpp; s++) {
+                        same &= a[s].layers == b[s].layers && a[s].first_layer == b[s].first_layer;
+                        as_balanced &= a[s].layers == ps_layout_balanced_count(layers, pp * vpp, s);
+                    }
+                    ck_assert(same);
+                    int32_t r = layers % pp;
+                    int rule = vpp == 1 && ((ends == 2 && r == pp - 1) || (ends == 3 && r == pp - 2));
+                    ck_assert_msg(as_balanced == rule, "%d layers pp %d vpp %d ends %d: %d", layers,
+                                  pp, vpp, ends, as_balanced);
+                    dups += as_balanced;
+                }
+    ck_assert_int_gt(legal, 1000);
+    ck_assert_int_gt(dups, 10);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("layout");
@@ -502,6 +614,8 @@ int main(void)
     tcase_add_test(even, layout_balanced);
     tcase_add_test(even, layout_even_first_last_interleaved);
     tcase_add_test(even, layout_even_first_last_interleaved_errors);
+    tcase_add_test(even, layout_ends_hand);
+    tcase_add_test(even, layout_ends_brute);
     suite_add_tcase(su, even);
     return run_suite(su);
 }

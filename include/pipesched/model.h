@@ -219,7 +219,8 @@ typedef struct ps_stage_layers {
  * counts, or the counts do not divide as Megatron requires; out is zeroed on error.
  * layout "balanced" (not a Megatron string): the split closest to even, for any layer count:
  * every stage holds layers / (pp.vpp) decoder layers and the remainder one more each, stages
- * 1, 2, ... first, then stage 0, never the last (ps_layout_balanced_count).
+ * 1, 2, ... first, then stage 0, never the last (ps_layout_balanced_count). layout "first",
+ * "last", "first-last": the even split with the first / last counts of ps_layout_end_counts.
  */
 PS_EXTERN int ps_layout_split(const char *layout, int32_t pp, int32_t vpp, int32_t layers,
                               int32_t mtp, int32_t first, int32_t last, ps_stage_layers *out,
@@ -228,6 +229,26 @@ PS_EXTERN int ps_layout_split(const char *layout, int32_t pp, int32_t vpp, int32
 /* The decoder layers of virtual stage s of `stages` in the "balanced" layout (0 when out of
  * range). */
 PS_EXTERN int32_t ps_layout_balanced_count(int32_t layers, int32_t stages, int32_t s);
+
+/*
+ * The layouts "first", "last" and "first-last" (not Megatron strings; pipesched tune's layout
+ * knob): Megatron's first / last stage layer counts (--decoder-first/last-pipeline-num-layers)
+ * that give the first pipeline rank, the last, or both (the same count each) fewer decoder
+ * layers than the ranks between them, which split the rest evenly; of these, the split closest
+ * to even (the end ranks' count the largest that leaves an even rest). ps_layout_split takes
+ * the names and splits as with those counts (docs/layout.md).
+ * ps_layout_ends: PS_LAYOUT_FIRST, PS_LAYOUT_LAST, both or'ed, for "first", "last",
+ * "first-last"; 0 for any other string or NULL.
+ * ps_layout_end_counts: the counts for `ends` (1, 2 or 3 as above) into *first / *last (0 for
+ * an end not set): 0; PS_ECONFIG when no such split exists (pp below 2, or 3 for both; vpp
+ * not dividing the layers; no count leaves an even rest), both 0; PS_EINVAL for a NULL
+ * pointer or another `ends`.
+ */
+#define PS_LAYOUT_FIRST 1
+#define PS_LAYOUT_LAST 2
+PS_EXTERN int ps_layout_ends(const char *layout);
+PS_EXTERN int ps_layout_end_counts(int ends, int32_t pp, int32_t vpp, int32_t layers,
+                                   int32_t *first, int32_t *last);
 
 /*
  * Writes the Megatron --pipeline-model-parallel-layout string of s[stages] into buf (cap

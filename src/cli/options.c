@@ -352,8 +352,9 @@ const cli_option cli_options[] = {
      .metavar = "STRING",
      .def = "even",
      .commands = EST,
-     .help = "Megatron pipeline layout, e.g. \"Et*3|t*4|t*4|t*3L\"; \"auto\" or\n"
-             "\"balanced\" (the split closest to even) (docs/layout.md)"},
+     .help = "Megatron pipeline layout, e.g. \"Et*3|t*4|t*4|t*3L\"; \"auto\",\n"
+             "\"balanced\" (the split closest to even), or \"first\", \"last\",\n"
+             "\"first-last\" (fewer layers on those ranks; docs/layout.md)"},
     {.name = "first-stage-layers",
      .aliases = {"decoder-first-pipeline-num-layers"},
      INT(first_layers, 1, 1 << 20),

@@ -497,6 +497,47 @@ int32_t ps_layout_balanced_count(int32_t layers, int32_t stages, int32_t s)
     return q + (r > 0 && extra ? 1 : 0);
 }
 
+/* ---- the first/last-stage layouts "first", "last", "first-last" ---------------------------- */
+
+int ps_layout_ends(const char *layout)
+{
+    if (!layout)
+        return 0;
+    if (!strcmp(layout, "first"))
+        return PS_LAYOUT_FIRST;
+    if (!strcmp(layout, "last"))
+        return PS_LAYOUT_LAST;
+    if (!strcmp(layout, "first-last"))
+        return PS_LAYOUT_FIRST | PS_LAYOUT_LAST;
+    return 0;
+}
+
+/*
+ * The end rank(s) hold a layers per chunk and the `mid` middle ranks m each, with
+ * ends.a + mid.m = layers / vpp (every rank splits its layers evenly over its chunks, so vpp
+ * divides the layers). m > a is a.pp < layers / vpp, so a runs down from the largest such
+ * count and stops at the first whose remainder divides over the middle ranks: the split
+ * closest to even of this shape, within mid steps.
+ */
+int ps_layout_end_counts(int ends, int32_t pp, int32_t vpp, int32_t layers, int32_t *first,
+                         int32_t *last)
+{
+    if (!first || !last || ends < 1 || ends > 3)
+        return PS_EINVAL;
+    *first = *last = 0;
+    int n = ends == 3 ? 2 : 1;
+    if (pp < n + 1 || vpp < 1 || layers < 1 || layers % vpp)
+        return PS_ECONFIG;
+    int64_t lv = layers / vpp, mid = pp - n;
+    for (int64_t a = (lv - 1) / pp; a >= 1; a--)
+        if ((lv - n * a) % mid == 0) {
+            *first = ends & PS_LAYOUT_FIRST ? (int32_t)(a * vpp) : 0;
+            *last = ends & PS_LAYOUT_LAST ? (int32_t)(a * vpp) : 0;
+            return 0;
+        }
+    return PS_ECONFIG;
+}
+
 /* ---- the entry point ----------------------------------------------------------------------- */
 
 static int check_args(const char *layout, int32_t pp, int32_t vpp, int32_t layers, int32_t mtp,
@@ -541,9 +582,24 @@ int ps_layout_split(const char *layout, int32_t pp, int32_t vpp, int32_t layers,
     memset(out, 0, (size_t)stages * sizeof *out);
     if (rc) /* bad counts: out is zeroed, as for every other refusal */
         return rc;
+    int ends = ps_layout_ends(layout);
     if (layout && !strcmp(layout, "balanced"))
         split_balanced(stages, layers, mtp, out);
-    else
+    else if (ends) {
+        int32_t f, l;
+        if (ps_layout_end_counts(ends, pp, vpp, layers, &f, &l))
+            rc = ps__seterr_n(err, errlen, PS_ECONFIG,
+                              "layout %s: no first/last stage layer counts put fewer layers on "
+                              "the %s than on the middle ranks with the rest even (Megatron's "
+                              "rule) for %d layers on pp %d, vpp %d",
+                              layout,
+                              ends == 3   ? "first and the last rank"
+                              : ends == 1 ? "first rank"
+                                          : "last rank",
+                              (int)layers, (int)pp, (int)vpp);
+        else
+            rc = split_even(pp, vpp, layers, mtp, f, l, out, err, errlen);
+    } else
         rc = layout ? split_layout(layout, stages, layers, mtp, out, err, errlen)
                     : split_even(pp, vpp, layers, mtp, first, last, out, err, errlen);
     if (rc) {
