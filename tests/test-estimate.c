@@ -558,15 +558,23 @@ END_TEST
  * least of it has left (hbm less weights, gradients, optimizer state and overhead, read off
  * each rank's breakdown; no recompute, so no working set), in the stage memory's KiB, and every
  * rank's activations stay under it. With nothing left it plans without a limit and reports
- * that the run does not fit, rather than fail. */
+ * that the run does not fit, rather than fail. Both placements: the loop with vpp 1 (_i 0),
+ * the V with vpp 2 (_i 1: stage 3 on rank 0, stage 2 on rank 1). */
 START_TEST(estimate_zb_auto_memory_limit)
 {
     ps_transformer m = small_model();
     ps_hardware h = small_hw();
     ps_train t = small_train();
-    t.gbs = 8;
+    t.gbs = 8, t.vpp = 1 + _i;
     strcpy(t.schedule, "zb-auto");
     ps_estimate *e = run_ok(&m, &h, &t);
+    const ps_schedule *sc = ps_estimate_schedule(e);
+    ck_assert_int_eq(ps_schedule_stage_rank(sc, 1), 1);
+    if (_i) {
+        ck_assert_int_eq(ps_schedule_stage_rank(sc, 2), 1);
+        ck_assert_int_eq(ps_schedule_stage_rank(sc, 3), 0);
+    } else
+        ck_assert_int_eq(ps_schedule_stage_rank(sc, 2), -1);
     double least = INFINITY, most_act = 0.0;
     for (int r = 0; r < 2; r++) {
         ps_rank_memory rm;
@@ -598,6 +606,11 @@ START_TEST(estimate_zb_auto_memory_limit)
     ck_assert(ps_problem_mem_limit(ps_estimate_problem(e)) == 0.0);
     ck_assert_int_eq(ps_estimate_result_get(e, &r), 0);
     ck_assert(!r.fits);
+    /* zb-auto has no placement of 3 chunks per rank. */
+    t.vpp = 4, t.pp = 1, t.gpus = 1;
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), PS_ECONFIG);
+    ck_assert_str_eq(ps_estimate_last_error(e),
+                     "zb-auto plans vpp = 1 (loop placement) or 2 (V placement); vpp = 4");
     ps_estimate_free(e);
 }
 END_TEST
@@ -1067,7 +1080,7 @@ int main(void)
     tc = tcase_create("moe");
     tcase_add_test(tc, estimate_moe_through_planner);
     tcase_add_test(tc, estimate_moe_fixed_time);
-    tcase_add_test(tc, estimate_zb_auto_memory_limit);
+    tcase_add_loop_test(tc, estimate_zb_auto_memory_limit, 0, 2);
     tcase_add_test(tc, estimate_moe_recompute_layers);
     tcase_add_test(tc, estimate_group_size);
     tcase_add_test(tc, estimate_collective_spread);

@@ -320,9 +320,14 @@ static int plan_schedule(ps_estimate *e, ps__setup *u, char name[32])
     ps_family_info fi;
     if (ps_family_lookup(name, &fi) < 0)
         return CFG("unknown schedule '%s' (pipesched list shows the families)", name);
-    int fixed1 = strncmp(fi.constraints, "vpp = 1", 7) == 0;
+    /* zb-auto plans either placement: the loop with vpp 1, the V with vpp 2. */
+    int either = strcmp(fi.placement, "loop with vpp = 1, v with vpp = 2") == 0;
+    int fixed1 = !either && strncmp(fi.constraints, "vpp = 1", 7) == 0;
     int v_place = strcmp(fi.placement, "v") == 0,
         bidir = strcmp(fi.placement, "bidirectional") == 0;
+    if (either && u->vpp > 2)
+        return CFG("%s plans vpp = 1 (loop placement) or 2 (V placement); vpp = %d", fi.name,
+                   u->vpp);
     if (u->vpp > 1 && fixed1)
         return CFG("vpp = %d needs a schedule that takes vpp (interleaved, looped-bfs, ...); %s "
                    "takes vpp = 1",
