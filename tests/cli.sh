@@ -818,6 +818,20 @@ step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^
 # shellcheck disable=SC2086
 expect 0 "tune's auto command" -- "$bin" $cmd --json
 contains "$tmp/out" "\"step_time_s\":$step," "tune's auto command reproduces the step time $step"
+# Layout first-last: the row names the end ranks' layers and its command passes Megatron's
+# counts (--first-stage-layers, --last-stage-layers), which reproduce its step.
+expect 0 "tune layout=first-last" -- "$bin" tune --model llama3-70b --hardware h100-sxm \
+    --gpus 64 --gbs 128 --seq 8192 --top 1 --json --fix tp=4,cp=2,pp=4,vpp=1,mbs=1,\
+schedule=zb-h1,recompute=none,distributed-optimizer=on,layout=first-last
+contains "$tmp/out" '"layout":"first-last"' "tune ranks layout first-last"
+contains "$tmp/out" "--first-stage-layers 19 --last-stage-layers 19" \
+    "tune's first-last command sets Megatron's counts"
+cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
+    head -1)
+step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' | head -1)
+# shellcheck disable=SC2086
+expect 0 "tune's first-last command" -- "$bin" $cmd --json
+contains "$tmp/out" "\"step_time_s\":$step," "tune's first-last command reproduces the step time $step"
 # Adaptive's options (--allow): the row's command passes them and reproduces its step.
 expect 0 "tune --allow warmup,split-backward" -- "$bin" tune --model llama3-70b \
     --hardware h100-sxm --gpus 64 --gbs 128 --seq 8192 --top 1 --json \

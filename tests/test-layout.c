@@ -569,9 +569,8 @@ START_TEST(layout_ends_brute)
                     ck_assert_int_eq(f, ends & 1 ? best : 0);
                     ck_assert_int_eq(l, ends & 2 ? best : 0);
                     static const char *const name[] = {"", "first", "last", "first-last"};
-                    ck_assert_int_eq(ps_layout_split(name[ends], pp, vpp, layers, 0, 0, 0, a,
-                                                     NULL, 0),
-                                     0);
+                    ck_assert_int_eq(
+                        ps_layout_split(name[ends], pp, vpp, layers, 0, 0, 0, a, NULL, 0), 0);
                     ck_assert_int_eq(ps_layout_split(NULL, pp, vpp, layers, 0, f, l, b, NULL, 0),
                                      0);
                     int same = 1, as_balanced = 1;
@@ -581,7 +580,8 @@ START_TEST(layout_ends_brute)
                     }
                     ck_assert(same);
                     int32_t r = layers % pp;
-                    int rule = vpp == 1 && ((ends == 2 && r == pp - 1) || (ends == 3 && r == pp - 2));
+                    int rule =
+                        vpp == 1 && ((ends == 2 && r == pp - 1) || (ends == 3 && r == pp - 2));
                     ck_assert_msg(as_balanced == rule, "%d layers pp %d vpp %d ends %d: %d", layers,
                                   pp, vpp, ends, as_balanced);
                     dups += as_balanced;

@@ -52,7 +52,8 @@ typedef enum ps_tune_knob {
     PS_KNOB_PRECISION, /* a ps_precision */
     PS_KNOB_A2A,       /* a ps_a2a: flat or hierarchical for a MoE model, auto for a dense one */
     PS_KNOB_LAYOUT,    /* 0: Megatron's even split; 1: "balanced" (ps_layout_balanced_count);
-                          2: "auto" (the automatic partition; only when allowed) */
+                          2: "auto" (the automatic partition; only when allowed); 3, 4, 5:
+                          "first", "last", "first-last" (ps_layout_end_counts) */
     PS_KNOB_GROUP,     /* interleaved/adaptive with vpp > 1: micro-batch group size in multiples
                           of pp (ps_train.group_size = value x pp; 1 = Megatron's default) */
     PS_KNOB_WARMUP,    /* adaptive: extra warm-up forwards delta (ps_train.extra_warmup); 1 =
@@ -111,11 +112,13 @@ PS_EXTERN void ps_tune_job_init(ps_tune_job *j);
 PS_EXTERN const char *ps_tune_knob_name(int knob);
 PS_EXTERN int ps_tune_knob_lookup(const char *name);
 /* The families the search tries, in their order: 1f1b, interleaved, zb-h1, zb-h2, zb-v,
- * v-half, v-min, dualpipe, dualpipev, adaptive; NULL past the end. */
+ * v-half, v-min, dualpipe, dualpipev, adaptive, and zb-auto (vpp 1 or 2; only when allowed);
+ * NULL past the end. */
 PS_EXTERN const char *ps_tune_family_name(size_t i);
 /* A knob's value from a word: numbers for the sizes; a family name or alias (schedule);
  * none/selective/full/fit; 0/1/off/on/false/true (distributed optimizer); bf16/fp8;
- * auto/flat/hierarchical; even/balanced/auto (layout); 0/1/off/on (split-backward). 0 or
+ * auto/flat/hierarchical; even/balanced/auto/first/last/first-last (layout); 0/1/off/on
+ * (split-backward). 0 or
  * PS_ECONFIG. */
 PS_EXTERN int ps_tune_value_parse(int knob, const char *word, int32_t *out);
 /* The word of a value (the family's name, "full", "fp8", ...; the number for the sizes) into
@@ -123,9 +126,11 @@ PS_EXTERN int ps_tune_value_parse(int knob, const char *word, int32_t *out);
 PS_EXTERN int ps_tune_value_name(int knob, int32_t value, char *buf, size_t cap);
 
 /* The train of a configuration: ps_train_init's defaults, the job's gpus, gpus_per_node, gbs
- * and seq, and the knobs. schedule and a2a as their words; layout NULL (even), "balanced" or
- * "auto" (static strings); recompute "fit" as full recompute of c->recompute_layers layers; group
- * k > 1 as group_size k x pp; warmup other than 1 as extra_warmup; split-backward as is. */
+ * and seq, and the knobs. schedule and a2a as their words; layout NULL (even), "balanced",
+ * "auto", "first", "last" or "first-last" (static strings; the estimate splits the last three
+ * with ps_layout_end_counts' first/last stage counts); recompute "fit" as full recompute of
+ * c->recompute_layers layers; group k > 1 as group_size k x pp; warmup other than 1 as
+ * extra_warmup; split-backward as is. */
 PS_EXTERN void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_train *out);
 
 typedef struct ps_tune ps_tune;

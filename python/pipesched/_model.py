@@ -410,7 +410,8 @@ def tune(model=None, hardware=None, gpus=None, gbs=None, seq=None, top=10, threa
          max=None, config=None, record_all=False, progress=None):
     """Searches the parallel configurations of a job (docs/tune.md): every combination of the
     knobs (:func:`knobs`: tp, cp, pp, ep, etp, vpp, schedule, mbs, recompute (none,
-    selective, full, fit), distributed-optimizer, precision, a2a, layout, group) that the
+    selective, full, fit), distributed-optimizer, precision, a2a, layout (even, balanced,
+    first, last, first-last), group) that the
     constraints leave, each candidate simulated with the estimate. The group size (in
     multiples of pp) and layout "auto" join only when ``allow`` names them:
     ``allow={"group": [1, 2], "layout": ["even", "balanced", "auto"]}``.

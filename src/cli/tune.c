@@ -389,6 +389,34 @@ static const char *word(int knob, int32_t v, char buf[32])
     return buf;
 }
 
+/* Layout first, last, first-last: the first and last rank's decoder layers (0: not set). */
+static int end_layers(const ps_transformer *m, const ps_tune_config *c, int32_t *first,
+                      int32_t *last)
+{
+    const int32_t *k = c->knob;
+    *first = *last = 0;
+    if (k[PS_KNOB_LAYOUT] < 3)
+        return 0;
+    return ps_layout_end_counts(k[PS_KNOB_LAYOUT] - 2, k[PS_KNOB_PP], k[PS_KNOB_VPP], m->layers,
+                                first, last) == 0;
+}
+
+/* The layout of a row: "balanced", "first(5)" (the first rank's decoder layers), "last(3)",
+ * "first-last(4)" (each end rank's); empty for the even split. */
+static void layout_text(char *buf, size_t cap, const ps_transformer *m, const ps_tune_config *c)
+{
+    char w[32];
+    int32_t fl, ll;
+    buf[0] = 0;
+    if (!c->knob[PS_KNOB_LAYOUT])
+        return;
+    word(PS_KNOB_LAYOUT, c->knob[PS_KNOB_LAYOUT], w);
+    if (end_layers(m, c, &fl, &ll))
+        snprintf(buf, cap, "%s(%d)", w, (int)(fl > 0 ? fl : ll));
+    else
+        snprintf(buf, cap, "%s", w);
+}
+
 /* The knobs of a row in one line: "tp4 cp1 pp4 vpp5 mbs1 interleaved none distopt bf16". */
 static void knobs_text(FILE *f, const ps_transformer *m, const ps_tune_config *c)
 {
@@ -404,8 +432,11 @@ static void knobs_text(FILE *f, const ps_transformer *m, const ps_tune_config *c
         fprintf(f, "(%d)", c->recompute_layers);
     fprintf(f, "%s %s", k[PS_KNOB_DISTOPT] ? " distopt" : "",
             word(PS_KNOB_PRECISION, k[PS_KNOB_PRECISION], w));
-    if (k[PS_KNOB_LAYOUT])
-        fprintf(f, " %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
+    if (k[PS_KNOB_LAYOUT]) {
+        char lw[48];
+        layout_text(lw, sizeof lw, m, c);
+        fprintf(f, " %s", lw);
+    }
     if (k[PS_KNOB_GROUP] > 1)
         fprintf(f, " group=%d", k[PS_KNOB_GROUP] * k[PS_KNOB_PP]);
     if (k[PS_KNOB_WARMUP] != 1)
@@ -437,7 +468,14 @@ static void command_text(FILE *f, const cli_opts *o, const ps_transformer *m,
         fprintf(f, " --recompute-layers %d", c->recompute_layers);
     fprintf(f, "%s --precision %s", k[PS_KNOB_DISTOPT] ? " --distributed-optimizer" : "",
             k[PS_KNOB_PRECISION] == PS_PREC_FP8 ? "fp8" : "bf16");
-    if (k[PS_KNOB_LAYOUT])
+    int32_t fl, ll;
+    if (end_layers(m, c, &fl, &ll)) {
+        /* Megatron's counts, which the estimate splits as the layout name does. */
+        if (fl > 0)
+            fprintf(f, " --first-stage-layers %d", (int)fl);
+        if (ll > 0)
+            fprintf(f, " --last-stage-layers %d", (int)ll);
+    } else if (k[PS_KNOB_LAYOUT])
         fprintf(f, " --layout %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
     if (k[PS_KNOB_GROUP] > 1)
         fprintf(f, " --group-size %d", k[PS_KNOB_GROUP] * k[PS_KNOB_PP]);
@@ -951,8 +989,11 @@ static void brief_knobs(char *buf, size_t cap, const ps_transformer *m, const mr
         ADD("(%d)", r->r.config.recompute_layers);
     if (k[PS_KNOB_PRECISION] == PS_PREC_FP8)
         ADD(" fp8");
-    if (k[PS_KNOB_LAYOUT])
-        ADD(" %s", word(PS_KNOB_LAYOUT, k[PS_KNOB_LAYOUT], w));
+    if (k[PS_KNOB_LAYOUT]) {
+        char lw[48];
+        layout_text(lw, sizeof lw, m, &r->r.config);
+        ADD(" %s", lw);
+    }
     if (k[PS_KNOB_GROUP] > 1)
         ADD(" g%d", k[PS_KNOB_GROUP] * k[PS_KNOB_PP]);
     if (k[PS_KNOB_WARMUP] != 1)

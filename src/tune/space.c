@@ -20,16 +20,17 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 /* The families, with their vpp rule: 1 takes vpp = 1 only, 2 takes vpp = 2 (V placement),
- * -1 takes vpp > 1 only, 0 takes any. zb-auto is last and only in the space when --allow
- * names it (docs/tune.md); the estimate plans it on the loop placement, vpp 1. */
+ * -1 takes vpp > 1 only, 0 takes any, 3 takes 1 or 2. zb-auto is last and only in the space
+ * when --allow names it (docs/tune.md); the estimate plans it on the loop placement with vpp
+ * 1 and on the V with vpp 2 (place 3). */
 static const struct {
     const char *name;
     int vpp;
-    int place; /* 0 loop, 1 V, 2 bidirectional */
+    int place; /* 0 loop, 1 V, 2 bidirectional, 3 loop with vpp 1 and V with vpp 2 */
 } families[PS__TUNE_FAMILIES] = {
     {"1f1b", 1, 0},      {"interleaved", -1, 0}, {"zb-h1", 1, 0},   {"zb-h2", 1, 0},
     {"zb-v", 2, 1},      {"v-half", 2, 1},       {"v-min", 2, 1},   {"dualpipe", 1, 2},
-    {"dualpipev", 2, 1}, {"adaptive", 0, 0},     {"zb-auto", 1, 0},
+    {"dualpipev", 2, 1}, {"adaptive", 0, 0},     {"zb-auto", 3, 3},
 };
 
 enum {
@@ -45,8 +46,8 @@ static const char *const reason_text[PS__R_CHEAP] = {
     [PS__R_DEVICES] = "gpus not divisible by tp*pp*cp",
     [PS__R_PP1] = "pp = 1: only 1f1b (no pipeline to schedule)",
     [PS__R_VPP] =
-        "the schedule does not take this vpp (1f1b, zb-h1, zb-h2, dualpipe, zb-auto: 1; zb-v, "
-        "v-half, v-min, dualpipev: 2; interleaved: > 1)",
+        "the schedule does not take this vpp (1f1b, zb-h1, zb-h2, dualpipe: 1; zb-v, v-half, "
+        "v-min, dualpipev: 2; zb-auto: 1 or 2; interleaved: > 1)",
     [PS__R_GROUP] = "group above 1 (a group size above pp): interleaved and adaptive with "
                     "vpp > 1 only",
     [PS__R_ADAPTIVE] = "warmup other than 1 or split-backward on: adaptive only",
@@ -58,6 +59,9 @@ static const char *const reason_text[PS__R_CHEAP] = {
     [PS__R_LAYERS] = "layers not divisible by pp*vpp (even split)",
     [PS__R_BALANCED] = "layout balanced: the layers divide evenly (the even split) or are fewer "
                        "than the stages",
+    [PS__R_ENDS] = "layout first, last or first-last: no first/last stage layer counts give the "
+                   "end rank(s) fewer layers than the middle ranks with the rest even, or the "
+                   "split is the balanced one",
     [PS__R_STAGES] = "pp*vpp stages above the engine's limit",
     [PS__R_BATCH] = "gbs not divisible by dp*mbs",
     [PS__R_MICRO] = "micro-batches above the engine's limit",
@@ -112,7 +116,8 @@ const char *ps_tune_family_name(size_t i)
 static const char *const recompute_words[] = {"none", "selective", "full", "fit"};
 static const char *const precision_words[] = {"bf16", "fp8"};
 static const char *const a2a_words[] = {"auto", "flat", "hierarchical"};
-static const char *const layout_words[] = {"even", "balanced", "auto"};
+static const char *const layout_words[] = {"even",  "balanced", "auto",
+                                           "first", "last",     "first-last"};
 
 static int word_index(const char *const *words, int n, const char *w)
 {
@@ -147,7 +152,7 @@ int ps_tune_value_parse(int knob, const char *word, int32_t *out)
         i = word_index(a2a_words, 3, word);
         break;
     case PS_KNOB_LAYOUT:
-        i = word_index(layout_words, 3, word);
+        i = word_index(layout_words, PS__TUNE_LAYOUTS, word);
         break;
     case PS_KNOB_SPLIT:
     case PS_KNOB_DISTOPT: {
@@ -188,7 +193,7 @@ int ps_tune_value_name(int knob, int32_t v, char *buf, size_t cap)
         w = precision_words[v];
     else if (knob == PS_KNOB_A2A && v >= 0 && v < 3)
         w = a2a_words[v];
-    else if (knob == PS_KNOB_LAYOUT && v >= 0 && v < 3)
+    else if (knob == PS_KNOB_LAYOUT && v >= 0 && v < PS__TUNE_LAYOUTS)
         w = layout_words[v];
     else if (knob == PS_KNOB_DISTOPT || knob == PS_KNOB_SPLIT)
         w = v ? "on" : "off";
@@ -215,7 +220,8 @@ void ps_tune_config_train(const ps_tune_job *j, const ps_tune_config *c, ps_trai
     t->distributed_optimizer = k[PS_KNOB_DISTOPT];
     t->precision = k[PS_KNOB_PRECISION];
     t->a2a = k[PS_KNOB_A2A];
-    t->layout = k[PS_KNOB_LAYOUT] == 2 ? "auto" : k[PS_KNOB_LAYOUT] ? "balanced" : NULL;
+    int32_t lay = k[PS_KNOB_LAYOUT];
+    t->layout = lay > 0 && lay < PS__TUNE_LAYOUTS ? layout_words[lay] : NULL;
     if (k[PS_KNOB_GROUP] > 1)
         t->group_size = k[PS_KNOB_GROUP] * k[PS_KNOB_PP];
     if (k[PS_KNOB_WARMUP] != 1)
@@ -328,6 +334,10 @@ static int candidates(const ps__space *s, int k, int allowed, int32_t *v, int32_
         v[0] = 0, v[1] = 1, *n = 2;
         if (allowed)
             v[(*n)++] = 2;
+        /* Megatron's first/last stage counts: the end rank(s) with fewer layers, the split
+         * closest to even of that shape (ps_layout_end_counts; docs/tune.md). */
+        for (int32_t x = 3; x < PS__TUNE_LAYOUTS; x++)
+            v[(*n)++] = x;
         break;
     case PS_KNOB_GROUP:
         /* Megatron takes a group size G in [pp, m] with m mod G 0 or >= pp; m is a multiple of
@@ -464,14 +474,38 @@ void ps__space_decode(const ps__space *s, uint64_t idx, ps_tune_config *c)
 
 /* ---- checks and bounds ---------------------------------------------------------------------- */
 
-/* The first decoder layer and the count of virtual stage st of nst: the even split or the
- * balanced one (layout.c, ps_layout_balanced_count: the stages before st hold q layers each
- * and the extra ones of them one more). */
-static void stage_span(int32_t layers, int32_t nst, int balanced, int32_t st, int32_t *first,
-                       int32_t *count)
+/* The split of a candidate: the layout knob, and for first/last the layers per chunk of the
+ * first rank, of a middle rank and of the last (ps_layout_end_counts). */
+typedef struct split {
+    int32_t layout, pp, nst;
+    int32_t a[3];
+} split;
+
+static void split_of(const ps__space *s, const int32_t *k, int32_t nst, split *x)
 {
-    int32_t q = layers / nst;
-    if (!balanced) {
+    x->layout = k[PS_KNOB_LAYOUT], x->pp = k[PS_KNOB_PP], x->nst = nst;
+    if (x->layout >= 3) {
+        int32_t vpp = nst / x->pp, f = 0, l = 0, layers = s->m->layers;
+        ps_layout_end_counts(x->layout - 2, x->pp, vpp, layers, &f, &l); /* checked before */
+        int32_t mid = (layers - f - l) / vpp / (x->pp - (f > 0) - (l > 0));
+        x->a[0] = f > 0 ? f / vpp : mid, x->a[1] = mid, x->a[2] = l > 0 ? l / vpp : mid;
+    }
+}
+
+/* The first decoder layer and the count of virtual stage st of x: the even split, the
+ * balanced one (layout.c, ps_layout_balanced_count: the stages before st hold q layers each
+ * and the extra ones of them one more), or first/last (chunk c of rank r is stage c.pp + r;
+ * each chunk of ranks holds layers / vpp). */
+static void stage_span(int32_t layers, const split *x, int32_t st, int32_t *first, int32_t *count)
+{
+    int32_t nst = x->nst, q = layers / nst;
+    if (x->layout >= 3) {
+        int32_t pp = x->pp, r = st % pp, vpp = nst / pp;
+        *count = x->a[r == 0 ? 0 : r == pp - 1 ? 2 : 1];
+        *first = st / pp * (layers / vpp) + (r > 0 ? x->a[0] + (r - 1) * x->a[1] : 0);
+        return;
+    }
+    if (!x->layout) {
         *first = st * q, *count = q;
         return;
     }
@@ -485,12 +519,12 @@ static void stage_span(int32_t layers, int32_t nst, int balanced, int32_t st, in
 /* Parameters (dense / expert, sharded) of virtual stages st of one model copy, split evenly:
  * what estimate.c's rank_params counts (decoder layers, embedding, final norm and an untied
  * output layer; no MTP layers). */
-static void stage_params(const ps__space *s, const int32_t *k, int32_t st, int32_t nst,
+static void stage_params(const ps__space *s, const int32_t *k, const split *x, int32_t st,
                          int tied_here, double *pd, double *pe)
 {
     const ps_transformer *m = s->m;
-    int32_t tp = k[PS_KNOB_TP], first, count;
-    stage_span(m->layers, nst, k[PS_KNOB_LAYOUT], st, &first, &count);
+    int32_t tp = k[PS_KNOB_TP], first, count, nst = x->nst;
+    stage_span(m->layers, x, st, &first, &count);
     double etp = k[PS_KNOB_ETP] > 0 ? k[PS_KNOB_ETP] : tp;
     double emb = (double)m->vocab * m->hidden / tp;
     for (int32_t l = first; l < first + count; l++) {
@@ -513,8 +547,11 @@ void ps__space_bounds(const ps__space *s, const ps_tune_config *c, int32_t dp, d
     const int32_t *k = c->knob;
     const ps_hardware *hw = s->hw;
     int32_t pp = k[PS_KNOB_PP], f = k[PS_KNOB_SCHEDULE];
-    int32_t vpp = families[f].place == 1 ? 2 : k[PS_KNOB_VPP];
+    int place = families[f].place == 3 ? k[PS_KNOB_VPP] == 2 : families[f].place;
+    int32_t vpp = place == 1 ? 2 : k[PS_KNOB_VPP];
     int32_t nst = pp * vpp;
+    split x;
+    split_of(s, k, nst, &x);
     double tp = k[PS_KNOB_TP], etp = k[PS_KNOB_ETP] > 0 ? k[PS_KNOB_ETP] : tp;
     double dd = (double)dp * k[PS_KNOB_CP], edp = dd * tp / (k[PS_KNOB_EP] * etp);
     int dist = k[PS_KNOB_DISTOPT];
@@ -522,10 +559,10 @@ void ps__space_bounds(const ps__space *s, const ps_tune_config *c, int32_t dp, d
     for (int32_t r = 0; r < pp; r++) {
         int32_t st[PS_MAX_VPP];
         int32_t n = 0;
-        if (families[f].place == 0) {
+        if (place == 0) {
             for (int32_t ch = 0; ch < vpp; ch++)
                 st[n++] = ch * pp + r;
-        } else if (families[f].place == 1) {
+        } else if (place == 1) {
             st[n++] = r, st[n++] = 2 * pp - 1 - r;
         } else {
             st[n++] = r, st[n++] = pp - 1 - r;
@@ -535,7 +572,7 @@ void ps__space_bounds(const ps__space *s, const ps_tune_config *c, int32_t dp, d
             has_emb |= st[i] == 0;
         double pd = 0.0, pe = 0.0;
         for (int32_t i = 0; i < n; i++)
-            stage_params(s, k, st[i], nst, s->m->tied_embeddings && has_emb, &pd, &pe);
+            stage_params(s, k, &x, st[i], s->m->tied_embeddings && has_emb, &pd, &pe);
         double p = pd + pe;
         double held = dist ? pd / dd + pe / edp : p;
         double gib = (6.0 * p + 12.0 * held) / GIB + hw->overhead_gib;
@@ -589,7 +626,7 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
     if (pp == 1 && (f != F_1F1B || vpp != 1))
         return PS__R_PP1;
     int rule = families[f].vpp;
-    if ((rule > 0 && vpp != rule) || (rule < 0 && vpp < 2))
+    if ((rule == 3 && vpp > 2) || (rule > 0 && rule < 3 && vpp != rule) || (rule < 0 && vpp < 2))
         return PS__R_VPP;
     int32_t dp = (int32_t)(s->job.gpus / tpc);
     int32_t g = m->kv_heads > 0 ? m->kv_heads : m->heads;
@@ -620,6 +657,16 @@ int ps__space_check(const ps__space *s, const ps_tune_config *c, ps__cheap *out)
         return PS__R_BALANCED;
     if (k[PS_KNOB_LAYOUT] == 2 && k[PS_KNOB_RECOMPUTE] == PS_TUNE_RECOMPUTE_FIT)
         return PS__R_FIT_AUTO;
+    if (k[PS_KNOB_LAYOUT] >= 3) {
+        /* first/last: Megatron's rule leaves no such split, or (vpp 1 only) it is the balanced
+         * one: the last rank one layer short of the others when the layers are 1 short of a
+         * multiple of pp, both ends one short when 2 short (test-layout checks the rule). */
+        int ends = k[PS_KNOB_LAYOUT] - 2;
+        int32_t fl, ll, r = m->layers % pp;
+        if (ps_layout_end_counts(ends, pp, vpp, m->layers, &fl, &ll) ||
+            (vpp == 1 && ((ends == 2 && r == pp - 1) || (ends == 3 && r == pp - 2))))
+            return PS__R_ENDS;
+    }
     if ((int64_t)pp * vpp * copies > PS_MAX_STAGES)
         return PS__R_STAGES;
     if (s->job.gbs % ((int64_t)dp * mbs))
@@ -677,8 +724,10 @@ int ps__space_fit(const ps__space *s, struct ps_estimate *e, ps_tune_config *c, 
     int32_t f = k[PS_KNOB_SCHEDULE];
     int32_t nst = k[PS_KNOB_PP] * (families[f].place == 1 ? 2 : k[PS_KNOB_VPP]);
     int32_t most = 0, first, count;
+    split x;
+    split_of(s, k, nst, &x);
     for (int32_t st = 0; st < nst; st++) {
-        stage_span(s->m->layers, nst, k[PS_KNOB_LAYOUT], st, &first, &count);
+        stage_span(s->m->layers, &x, st, &first, &count);
         most = count > most ? count : most;
     }
     c->recompute_layers = 1;

@@ -18,6 +18,7 @@
 #define PS__TUNE_MAXV 1024   /* values of one knob */
 #define PS__TUNE_MAXALLOW 64 /* values of one --allow */
 #define PS__TUNE_FAMILIES 11
+#define PS__TUNE_LAYOUTS 6 /* even, balanced, auto, first, last, first-last */
 
 /* The cheap checks, in the order they run: each a counted rejection reason (search.c keeps
  * the estimate's own refusals and the simulated memory after these). */
@@ -35,6 +36,7 @@ enum {
     PS__R_LAYERS,   /* layers % (pp.vpp) */
     PS__R_BALANCED, /* balanced: the even split, or fewer layers than stages */
     PS__R_FIT_AUTO, /* recompute fit with layout auto */
+    PS__R_ENDS,     /* layout first/last/first-last: no such split, or it is balanced's */
     PS__R_STAGES,   /* stages above PS_MAX_STAGES */
     PS__R_BATCH,    /* gbs % (dp.mbs) */
     PS__R_MICRO,    /* micro-batches above PS_MAX_MICROBATCHES */
