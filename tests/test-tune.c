@@ -936,6 +936,93 @@ START_TEST(reuse_same)
 }
 END_TEST
 
+/*
+ * The exact peak memory keeps the ranks' peaks of the last walks (estimate.c, peak_cache): a
+ * bound on a kept handle must give what a fresh handle gives and what the simulation gives,
+ * bit for bit, and take a kept walk exactly when the schedule is the one the walk was made on
+ * and the stage memory is the same: after a change of what only follows the pipeline or of
+ * the all-to-all (the same pair), or back to a memory met on the same schedule; never after a
+ * change of the activations (recompute, the layer split) or of the schedule (the micro-batch
+ * count, pp), even when a later change returns to an earlier schedule's inputs (the schedule
+ * is then a new one).
+ */
+START_TEST(peaks_kept)
+{
+    ps_transformer models[] = {dense_model(), moe_model()};
+    models[0].layers = models[1].layers = 8; /* 2 per stage, or the layout's 3, 2, 1, 2 */
+    ps_hardware hw = small_hw();
+    hw.hbm_gib = 80;
+    for (int i = 0; i < 2; i++) {
+        ps_estimate *kept, *fresh;
+        ck_assert_int_eq(ps_estimate_new(&kept, NULL), 0);
+        ck_assert_int_eq(ps_estimate_new(&fresh, NULL), 0);
+        /* Each step changes one thing; `kept` says whether the pair was walked before. */
+        static const struct {
+            const char *what;
+            int kept;
+        } steps[] = {{"first", 0},     {"distopt", 1},  {"a2a", 1},       {"overlap_grad", 1},
+                     {"recompute", 0}, {"distopt", 1},  {"recompute", 1}, {"layout", 0},
+                     {"layout", 1},    {"mbs", 0},      {"mbs", 0},       {"distopt", 1},
+                     {"recompute", 0}, {"pp", 0},       {"distopt", 1},   {"a2a", 1},
+                     {"recompute", 0}, {"recompute", 1}};
+        ps_train t;
+        ps_train_init(&t);
+        t.gpus = 8, t.gbs = 16, t.seq = SEQ, t.tp = 2, t.pp = 2, t.vpp = 2, t.mbs = 1;
+        if (models[i].experts)
+            t.ep = 2, t.etp = 1, t.a2a = PS_A2A_FLAT;
+        strcpy(t.schedule, "interleaved");
+        uint64_t expect = 0;
+        for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
+            const char *w = steps[k].what;
+            if (!strcmp(w, "distopt"))
+                t.distributed_optimizer ^= 1;
+            else if (!strcmp(w, "a2a"))
+                t.a2a = models[i].experts == 0 ? t.a2a
+                        : t.a2a == PS_A2A_FLAT ? PS_A2A_HIERARCHICAL
+                                               : PS_A2A_FLAT;
+            else if (!strcmp(w, "overlap_grad"))
+                t.overlap_grad_reduce ^= 1;
+            else if (!strcmp(w, "recompute"))
+                t.recompute =
+                    t.recompute == PS_RECOMPUTE_NONE ? PS_RECOMPUTE_FULL : PS_RECOMPUTE_NONE;
+            else if (!strcmp(w, "layout"))
+                t.layout = t.layout ? NULL : "Ettt|tt|t|ttL";
+            else if (!strcmp(w, "mbs"))
+                t.mbs = 3 - t.mbs;
+            else if (!strcmp(w, "pp"))
+                t.pp = 4, t.vpp = 1, strcpy(t.schedule, "1f1b");
+            expect += (uint64_t)steps[k].kept;
+            ps__estimate_lb a, b;
+            ck_assert_msg(ps__estimate_bound(kept, &models[i], &hw, &t, 1, &a) == 0,
+                          "%s, step %zu (%s): %s", models[i].name, k, w,
+                          ps_estimate_last_error(kept));
+            ps__estimate_forget(fresh);
+            ck_assert_int_eq(ps__estimate_bound(fresh, &models[i], &hw, &t, 1, &b), 0);
+            ck_assert_msg(ps__estimate_peaks_kept(kept) == expect,
+                          "%s, step %zu (%s): kept %llu, expected %llu", models[i].name, k, w,
+                          (unsigned long long)ps__estimate_peaks_kept(kept),
+                          (unsigned long long)expect);
+            ck_assert_uint_eq(ps__estimate_peaks_kept(fresh), 0);
+            ck_assert_msg(a.mem_exact && a.mem_gib == b.mem_gib && a.peak_rank == b.peak_rank,
+                          "%s, step %zu (%s): peak %.17g on rank %d, fresh %.17g on rank %d",
+                          models[i].name, k, w, a.mem_gib, (int)a.peak_rank, b.mem_gib,
+                          (int)b.peak_rank);
+            /* The simulation on the kept handle (it keeps the schedule: the next bound's walk
+             * is of the same one) has the same peak. */
+            ck_assert_int_eq(ps_estimate_run(kept, &models[i], &hw, &t), 0);
+            ps_estimate_result r;
+            ck_assert_int_eq(ps_estimate_result_get(kept, &r), 0);
+            ck_assert_msg(a.mem_gib == r.peak_gib && a.peak_rank == r.peak_rank,
+                          "%s, step %zu (%s): peak %.17g, simulated %.17g", models[i].name, k, w,
+                          a.mem_gib, r.peak_gib);
+        }
+        ck_assert_uint_gt(expect, 8);
+        ps_estimate_free(kept);
+        ps_estimate_free(fresh);
+    }
+}
+END_TEST
+
 /* ---- progress ------------------------------------------------------------------------------ */
 
 typedef struct progress_log {
@@ -1612,6 +1699,7 @@ static Suite *tune_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, reuse_same);
+    tcase_add_test(tc, peaks_kept);
     tcase_add_test(tc, progress_calls);
     tcase_add_test(tc, constraints);
     tcase_add_test(tc, bad_input);

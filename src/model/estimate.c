@@ -33,6 +33,19 @@ typedef struct shape {
     size_t n_stage_costs, n_stage_mem;
 } shape;
 
+/* The exact peak memory's walks kept (exact_memory): the activation peak of every rank of
+ * the last PEAK_WAYS (schedule, stage memory) pairs of runs of at most PEAK_STAGES stages. */
+#define PEAK_WAYS 32
+#define PEAK_STAGES 256
+typedef struct peak_cache {
+    uint64_t gen[PEAK_WAYS]; /* the schedule (the handle's gen when it was made); 0: empty */
+    int32_t n[PEAK_WAYS];    /* its stages */
+    ps_stage_mem *mem;       /* PEAK_WAYS x PEAK_STAGES: the stage memory of the walk */
+    double *peak;            /* PEAK_WAYS x PEAK_STAGES: the ranks' peaks (pp <= stages) */
+    int next;                /* the way replaced next */
+    uint64_t hits;
+} peak_cache;
+
 struct ps_estimate {
     ps_allocator al;
     ps_problem *pb;
@@ -41,6 +54,8 @@ struct ps_estimate {
     /* The shape s was generated and validated for (have_shape 0: none, s must be made). */
     shape shape;
     int have_shape, validated; /* validated: s passed ps_schedule_validate */
+    uint64_t gen;              /* schedules generated on s: names the one s holds */
+    peak_cache pc;
     /* Per virtual stage (cap_st entries each): the layers it holds, its durations, the extras
      * of MoE mode, its memory model, its TP and CP seconds in F and in I, scratch. */
     size_t cap_st;
@@ -55,6 +70,13 @@ struct ps_estimate {
     size_t cap_rk;
     ps_rank_memory *rm;
     double *tail; /* 3 per rank: its pipeline's end, its exposed DP and its optimizer seconds */
+    double *rpd, *rpe; /* per rank: its dense and expert parameters (rank_params_all) */
+    int32_t *remb;     /* per rank: 1 when it holds the embedding (rank_params_all) */
+    /* The last schedule name plan_schedule looked up, its registry index and information: the
+     * search names the same few families millions of times. fam_name[0] 0: none yet. */
+    char fam_name[32];
+    int fam_idx;
+    ps_family_info fam_info;
     ps_estimate_result res;
     int have;
     /* The inputs of the last simulation that ran to its end (snap_n stages; snap_n 0: none):
@@ -122,6 +144,10 @@ void ps_estimate_free(ps_estimate *e)
     free_stage_tables(e);
     ps__free(&e->al, e->rm, e->cap_rk, sizeof *e->rm);
     ps__free(&e->al, e->tail, 3 * e->cap_rk, sizeof *e->tail);
+    ps__free(&e->al, e->rpd, 2 * e->cap_rk, sizeof *e->rpd);
+    ps__free(&e->al, e->remb, e->cap_rk, sizeof *e->remb);
+    ps__free(&e->al, e->pc.mem, PEAK_WAYS * PEAK_STAGES, sizeof *e->pc.mem);
+    ps__free(&e->al, e->pc.peak, PEAK_WAYS * PEAK_STAGES, sizeof *e->pc.peak);
     ps__free(&e->al, e->mbw, e->n_mbw, sizeof *e->mbw);
     ps_sim_free(e->sim);
     ps_schedule_free(e->s);
@@ -161,16 +187,24 @@ static int reserve(ps_estimate *e, size_t n, size_t p)
     }
     if (p > e->cap_rk) {
         ps_rank_memory *rm = ps__alloc(a, p, sizeof *rm);
-        double *tail = ps__alloc(a, 3 * p, sizeof *tail);
-        if (!rm || !tail) {
+        double *tail = ps__alloc(a, 3 * p, sizeof *tail), *rpd = ps__alloc(a, 2 * p, sizeof *rpd);
+        int32_t *remb = ps__alloc(a, p, sizeof *remb);
+        if (!rm || !tail || !rpd || !remb) {
             ps__free(a, rm, p, sizeof *rm);
             ps__free(a, tail, 3 * p, sizeof *tail);
+            ps__free(a, rpd, 2 * p, sizeof *rpd);
+            ps__free(a, remb, p, sizeof *remb);
             return ps__seterr(e->err, PS_ENOMEM, "out of memory for %zu ranks", p);
         }
         ps__free(a, e->rm, e->cap_rk, sizeof *e->rm);
         ps__free(a, e->tail, 3 * e->cap_rk, sizeof *e->tail);
+        ps__free(a, e->rpd, 2 * e->cap_rk, sizeof *e->rpd);
+        ps__free(a, e->remb, e->cap_rk, sizeof *e->remb);
         e->rm = rm;
         e->tail = tail;
+        e->rpd = rpd;
+        e->rpe = rpd + p;
+        e->remb = remb;
         e->cap_rk = p;
     }
     return 0;
@@ -317,9 +351,16 @@ static int plan_schedule(ps_estimate *e, ps__setup *u, char name[32])
     memcpy(name, tr->schedule, n + 1);
     if (!n)
         strcpy(name, u->vpp > 1 ? "interleaved" : "1f1b");
-    ps_family_info fi;
-    if (ps_family_lookup(name, &fi) < 0)
-        return CFG("unknown schedule '%s' (pipesched list shows the families)", name);
+    if (strcmp(name, e->fam_name) != 0) {
+        int i = ps_family_lookup(name, &e->fam_info);
+        if (i < 0) {
+            e->fam_name[0] = 0;
+            return CFG("unknown schedule '%s' (pipesched list shows the families)", name);
+        }
+        e->fam_idx = i;
+        memcpy(e->fam_name, name, strlen(name) + 1);
+    }
+    const ps_family_info fi = e->fam_info;
     /* zb-auto plans either placement: the loop with vpp 1, the V with vpp 2. */
     int either = strcmp(fi.placement, "loop with vpp = 1, v with vpp = 2") == 0;
     int fixed1 = !either && strncmp(fi.constraints, "vpp = 1", 7) == 0;
@@ -600,13 +641,13 @@ static double zb_auto_limit(ps_estimate *e, const ps__setup *u, const derived *d
     return least > 0 && isfinite(least) ? least / MEM_UNIT : 0.0;
 }
 
-static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, const char *name,
-                         double c)
+static int build_problem(ps_estimate *e, const ps__setup *u, const derived *d, double c)
 {
     ps_problem *pb = e->pb;
     int rc;
-    if ((rc = ps_problem_set_schedule(pb, name)) ||
-        (rc = ps_problem_set_int(pb, PS_PARAM_PP, u->pp)) ||
+    /* What ps_problem_set_schedule(pb, name) sets: plan_schedule found the name. */
+    pb->family = e->fam_idx;
+    if ((rc = ps_problem_set_int(pb, PS_PARAM_PP, u->pp)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_VPP, u->copies > 1 ? 1 : u->vpp)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_MICROBATCHES, u->micro)) ||
         (rc = ps_problem_set_int(pb, PS_PARAM_GROUP_SIZE, u->tr->group_size)) ||
@@ -671,6 +712,7 @@ static int make_schedule(ps_estimate *e, int validate)
     } else {
         e->have_shape = 0;
         e->validated = 0;
+        e->gen++;      /* the walks kept (peak_cache) are of the schedule replaced here */
         e->snap_n = 0; /* the simulation kept is of the schedule replaced here */
         rc = ps_schedule_generate(e->s, e->pb);
         if (rc && rc != PS_ENOMEM && ps_problem_mem_limit(e->pb) > 0) {
@@ -802,6 +844,41 @@ static void rank_params(ps_estimate *e, const ps__setup *u, const int32_t *srank
             *pd += m->hidden / (double)u->tp; /* final norm */
             if (!(m->tied_embeddings && has_emb))
                 *pd += emb;
+        }
+    }
+}
+
+/* rank_params of every rank at once, into e->rpd and e->rpe: one pass over the stages instead
+ * of one per rank. Each rank's sums take the same terms in the same order (its stages in
+ * increasing order, their layers in order), so they are rank_params's bit for bit. */
+static void rank_params_all(ps_estimate *e, const ps__setup *u, const int32_t *srank)
+{
+    const ps_transformer *m = u->m;
+    double dl, el, dm, em;
+    ps__layer_params(m, 0, &dl, &el);
+    ps__layer_params(m, 1, &dm, &em);
+    double emb = (double)m->vocab * m->hidden / u->tp;
+    double *pd = e->rpd, *pe = e->rpe;
+    int32_t *has_emb = e->remb;
+    for (int32_t r = 0; r < u->pp; r++)
+        pd[r] = pe[r] = 0.0, has_emb[r] = 0;
+    for (int32_t st = 0; st < u->stages; st++)
+        if (e->sl[st % u->model_stages].embedding)
+            has_emb[srank[st]] = 1;
+    for (int32_t st = 0; st < u->stages; st++) {
+        int32_t r = srank[st];
+        const ps_stage_layers *sl = &e->sl[st % u->model_stages];
+        for (int32_t k = 0; k < sl->layers; k++) {
+            int moe = ps__is_moe_layer(m, sl->first_layer + k);
+            pd[r] += (moe ? dm : dl) / u->tp;
+            pe[r] += moe ? em / ((double)u->ep * u->etp) : 0.0;
+        }
+        if (sl->embedding)
+            pd[r] += emb;
+        if (sl->loss) {
+            pd[r] += m->hidden / (double)u->tp; /* final norm */
+            if (!(m->tied_embeddings && has_emb[r]))
+                pd[r] += emb;
         }
     }
 }
@@ -1025,8 +1102,7 @@ static int eval_split(void *ctx, const int32_t *counts, double *step)
 
 /* layout "auto": the split of the decoder layers that minimises the step time; the handle ends
  * holding the simulation of the chosen split. */
-static int run_auto(ps_estimate *e, const ps__setup *u, const derived *d, const char *name,
-                    double c)
+static int run_auto(ps_estimate *e, const ps__setup *u, const derived *d, double c)
 {
     const ps_train *tr = u->tr;
     int32_t n = u->model_stages;
@@ -1043,7 +1119,7 @@ static int run_auto(ps_estimate *e, const ps__setup *u, const derived *d, const 
     e->sl[0].layers = u->m->layers;
     stage_costs(e, u, d, u->m->experts > 0);
     int rc;
-    if ((rc = build_problem(e, u, d, name, c)))
+    if ((rc = build_problem(e, u, d, c)))
         return rc;
     auto_ctx a = {e, u, d, c};
     int moe = u->m->experts > 0; /* d->moe is not a number for a dense model */
@@ -1087,7 +1163,7 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
     double c = p2p_cost(&u);
     if (t.layout && strcmp(t.layout, "auto") == 0) {
         e->snap_n = 0; /* its simulations are of other splits */
-        if ((rc = run_auto(e, &u, &d, name, c)))
+        if ((rc = run_auto(e, &u, &d, c)))
             return rc;
     } else {
         if ((rc = ps_layout_split(t.layout, u.pp, u.vpp, m.layers, m.mtp_layers,
@@ -1095,7 +1171,7 @@ int ps_estimate_run(ps_estimate *e, const ps_transformer *model, const ps_hardwa
                                   sizeof e->err)))
             return rc;
         stage_costs(e, &u, &d, m.experts > 0);
-        if ((rc = build_problem(e, &u, &d, name, c)))
+        if ((rc = build_problem(e, &u, &d, c)))
             return rc;
         if (reuse_simulation(e, &u, c)) {
             e->reused++;
@@ -1271,6 +1347,124 @@ static void stage_lower(const ps_estimate *e, const ps__setup *u, int32_t st, co
     }
 }
 
+/* The way of the peak cache that holds the walk of the schedule on e with the stage memory
+ * of e (n stages), or -1. */
+static int peak_find(const ps_estimate *e, int32_t n)
+{
+    const peak_cache *pc = &e->pc;
+    if (!pc->mem)
+        return -1;
+    for (int k = 0; k < PEAK_WAYS; k++)
+        if (pc->gen[k] == e->gen && pc->n[k] == n &&
+            !memcmp(pc->mem + (size_t)k * PEAK_STAGES, e->mem, (size_t)n * sizeof *e->mem))
+            return k;
+    return -1;
+}
+
+/* A way of the peak cache for the walk about to be made (its key written), or -1 when the run
+ * is too large to keep or the cache cannot be allocated (the walk is then made every time). */
+static int peak_take(ps_estimate *e, int32_t n)
+{
+    peak_cache *pc = &e->pc;
+    if (n > PEAK_STAGES)
+        return -1;
+    if (!pc->mem) {
+        pc->mem = ps__alloc(&e->al, PEAK_WAYS * PEAK_STAGES, sizeof *pc->mem);
+        pc->peak = ps__alloc(&e->al, PEAK_WAYS * PEAK_STAGES, sizeof *pc->peak);
+        if (!pc->mem || !pc->peak) {
+            ps__free(&e->al, pc->mem, PEAK_WAYS * PEAK_STAGES, sizeof *pc->mem);
+            ps__free(&e->al, pc->peak, PEAK_WAYS * PEAK_STAGES, sizeof *pc->peak);
+            pc->mem = NULL, pc->peak = NULL;
+            return -1;
+        }
+    }
+    int k = pc->next;
+    pc->next = (k + 1) % PEAK_WAYS;
+    pc->gen[k] = e->gen, pc->n[k] = n;
+    memcpy(pc->mem + (size_t)k * PEAK_STAGES, e->mem, (size_t)n * sizeof *e->mem);
+    return k;
+}
+
+/* Rank r's activation peak (the stage memory's KiB units) along its action list, summed as
+ * the simulator sums it (sim.c, mem_delta: the forward part of a fused pair first; the same
+ * values in the same order, so the same peak bit for bit). */
+static double walk_peak(const ps_estimate *e, int32_t r)
+{
+    const ps_action *a = ps_schedule_rank_actions(e->s, r);
+    size_t n = ps_schedule_rank_length(e->s, r);
+    double mem = 0.0, peak = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const ps_stage_mem *m = &e->mem[a[i].stage];
+        double fwd = 0.0, rest;
+        switch (a[i].kind) {
+        case PS_F:
+            rest = m->f;
+            break;
+        case PS_I:
+            rest = m->b;
+            break;
+        case PS_W:
+            rest = m->w;
+            break;
+        case PS_B:
+            rest = m->b + m->w;
+            break;
+        case PS_FB: {
+            const ps_stage_mem *b = &e->mem[a[i].bstage];
+            fwd = m->f;
+            rest = b->b + (a[i].bkind == PS_B ? b->w : 0.0);
+            break;
+        }
+        default:
+            rest = 0.0;
+        }
+        double at = mem + fwd;
+        double top = at > at + rest ? at : at + rest;
+        mem = at + rest;
+        if (top > peak)
+            peak = top;
+    }
+    return peak;
+}
+
+/*
+ * The exact peak memory of the run set up in e (stage tables made, e->rpd and e->rpe filled
+ * with the bound's stage ranks, which are the schedule's): the schedule (kept while its shape
+ * stays), then every rank's activation peak along its action list (walk_peak; the peak
+ * depends on the order of a rank's actions, never on their times), and rank_memory() as
+ * results() calls it. A rank's peak is a function of the schedule and the stage memory alone,
+ * so the walks of the last PEAK_WAYS pairs are kept (peak_cache): the search meets the same
+ * pair again with every value of the knobs that change neither (the distributed optimizer,
+ * the all-to-all), and recompute fit's first peak is the recompute-none candidate's.
+ */
+static int exact_memory(ps_estimate *e, const ps__setup *u, const derived *d, double c,
+                        ps__estimate_lb *out)
+{
+    int rc;
+    if ((rc = build_problem(e, u, d, c)) || (rc = make_schedule(e, 0)))
+        return rc;
+    int32_t n = u->stages;
+    int k = peak_find(e, n), hit = k >= 0;
+    if (hit)
+        e->pc.hits++;
+    else
+        k = peak_take(e, n);
+    double *kept = k >= 0 ? e->pc.peak + (size_t)k * PEAK_STAGES : NULL;
+    double ws = working_set(u, d);
+    out->mem_gib = -1.0;
+    for (int32_t r = 0; r < u->pp; r++) {
+        double peak = hit ? kept[r] : walk_peak(e, r);
+        if (kept && !hit)
+            kept[r] = peak;
+        ps_rank_memory rm;
+        rank_memory(u, e->rpd[r], e->rpe[r], peak, ws, &rm);
+        if (rm.total > out->mem_gib)
+            out->mem_gib = rm.total, out->peak_rank = r;
+    }
+    out->mem_exact = 1;
+    return 0;
+}
+
 /*
  * The step-time and peak-memory lower bounds of a configuration without simulating it
  * (docs/tune.md, "the bound"). With d(X) the lower bound of action X's duration and c the
@@ -1302,67 +1496,6 @@ static void stage_lower(const ps_estimate *e, const ps__setup *u, int32_t st, co
  *
  * Fills out; a layout "auto" gives the trivial bounds (0). Errors as ps_estimate_run's.
  */
-/*
- * The exact peak memory of the run set up in e (stage tables made): the schedule (kept while
- * its shape stays), then every rank's activations summed along its action list as the
- * simulator sums them (sim.c, mem_delta: the forward part of a fused pair first; the same
- * values in the same order, so the same peak bit for bit; the peak depends on the order of a
- * rank's actions, never on their times), and rank_memory() as results() calls it.
- */
-static int exact_memory(ps_estimate *e, const ps__setup *u, const derived *d, const char *name,
-                        double c, ps__estimate_lb *out)
-{
-    int rc;
-    if ((rc = build_problem(e, u, d, name, c)) || (rc = make_schedule(e, 0)))
-        return rc;
-    const ps_schedule *s = e->s;
-    double ws = working_set(u, d);
-    out->mem_gib = -1.0;
-    for (int32_t r = 0; r < u->pp; r++) {
-        const ps_action *a = ps_schedule_rank_actions(s, r);
-        size_t n = ps_schedule_rank_length(s, r);
-        double mem = 0.0, peak = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            const ps_stage_mem *m = &e->mem[a[i].stage];
-            double fwd = 0.0, rest;
-            switch (a[i].kind) {
-            case PS_F:
-                rest = m->f;
-                break;
-            case PS_I:
-                rest = m->b;
-                break;
-            case PS_W:
-                rest = m->w;
-                break;
-            case PS_B:
-                rest = m->b + m->w;
-                break;
-            case PS_FB: {
-                const ps_stage_mem *b = &e->mem[a[i].bstage];
-                fwd = m->f;
-                rest = b->b + (a[i].bkind == PS_B ? b->w : 0.0);
-                break;
-            }
-            default:
-                rest = 0.0;
-            }
-            double at = mem + fwd;
-            double top = at > at + rest ? at : at + rest;
-            mem = at + rest;
-            if (top > peak)
-                peak = top;
-        }
-        double pd, pe;
-        ps_rank_memory rm;
-        rank_params(e, u, s->stage_rank, r, &pd, &pe);
-        rank_memory(u, pd, pe, peak, ws, &rm);
-        if (rm.total > out->mem_gib)
-            out->mem_gib = rm.total, out->peak_rank = r;
-    }
-    out->mem_exact = 1;
-    return 0;
-}
 
 int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_hardware *hw,
                        const ps_train *train, int exact_mem, ps__estimate_lb *out)
@@ -1403,13 +1536,8 @@ int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_har
             wl[k] = x[PS_OP_ATTN_DW] + x[PS_OP_MLP_DW] + x[PS_OP_SHARED_DW];
         }
     }
-    int fam = -1;
-    ps_family_info fi;
-    if (ps_family_lookup(name, &fi) >= 0)
-        for (size_t k = 0; k < ps__nfamilies; k++)
-            if (!strcmp(ps__families[k].name, fi.name))
-                fam = (int)k;
-    if (fam < 0 || ps__families[fam].placement == PS__PLACE_CUSTOM)
+    int fam = e->fam_idx; /* plan_schedule found the name */
+    if (ps__families[fam].placement == PS__PLACE_CUSTOM)
         return 0;
     int place = ps__families[fam].placement;
     /* Adaptive fuses every backward with its weight gradient unless split_backward makes the
@@ -1445,10 +1573,10 @@ int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_har
     double dd = (double)u.dp * u.cp, edp = dd * u.tp / (u.ep * u.etp);
     double work = d.act_moe > d.act_dense && moe ? d.act_moe : d.act_dense;
     double ws = t.recompute == PS_RECOMPUTE_FULL ? work : 0.0;
+    rank_params_all(e, &u, srank);
     for (int32_t r = 0; r < p; r++) {
-        double pd, pe, grads, gather, opt, act = -1.0;
+        double pd = e->rpd[r], pe = e->rpe[r], grads, gather, opt, act = -1.0;
         int32_t nst = 0;
-        rank_params(e, &u, srank, r, &pd, &pe);
         rank_tail(&u, pd, pe, &grads, &gather, &opt);
         for (int32_t st = 0; st < ns; st++)
             if (srank[st] == r) {
@@ -1491,7 +1619,7 @@ int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_har
     out->step_s = step;
     out->mem_gib = mem_lb;
     out->bubble_s = bubble > 0 ? bubble : 0.0;
-    return exact_mem ? exact_memory(e, &u, &d, name, c, out) : 0;
+    return exact_mem ? exact_memory(e, &u, &d, c, out) : 0;
 }
 
 const ps_allocator *ps__estimate_allocator(const ps_estimate *e)
@@ -1502,4 +1630,9 @@ const ps_allocator *ps__estimate_allocator(const ps_estimate *e)
 uint64_t ps__estimate_reused(const ps_estimate *e)
 {
     return e ? e->reused : 0;
+}
+
+uint64_t ps__estimate_peaks_kept(const ps_estimate *e)
+{
+    return e ? e->pc.hits : 0;
 }

@@ -22,6 +22,10 @@ void ps__estimate_forget(ps_estimate *e);
 /* Runs of e that reused the simulation of the run before (its inputs were the same bit for bit:
  * estimate.c, reuse_simulation). */
 uint64_t ps__estimate_reused(const ps_estimate *e);
+/* Exact peak memories of e (ps__estimate_bound) that took the ranks' peaks of an earlier walk
+ * of the same schedule and stage memory instead of walking the action lists (estimate.c,
+ * peak_cache). */
+uint64_t ps__estimate_peaks_kept(const ps_estimate *e);
 
 /* Lower bounds of one configuration, computed without a simulation (ps__estimate_bound). */
 typedef struct ps__estimate_lb {
