@@ -47,8 +47,10 @@ typedef struct ps__moe_memo {
 } ps__moe_memo;
 
 /* Memos a simulator keeps besides the current one: the models of the last runs (the search
- * comes back to a model after a few dozen others: the knobs that change it vary fastest). */
-#define PS__SIM_SPARE_MEMOS 255
+ * comes back to a model after a few dozen others, the knobs that change it varying fastest,
+ * and after every ep, etp and those knobs of a pipeline depth: 768 models on pangu's 6,144
+ * devices with tp 8 and cp 1, which 256 memos could not hold; docs/moe.md). */
+#define PS__SIM_SPARE_MEMOS 1023
 
 struct ps_sim {
     ps_allocator al;
