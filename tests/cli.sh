@@ -786,6 +786,32 @@ done
 cands=$(sed -n 's/.*"candidates":\([0-9]*\).*/\1/p' "$tmp/out")
 if [ "$(wc -l <"$tmp/all.csv")" -eq $((cands + 1)) ]; then pass=$((pass + 1)); else
     fail=$((fail + 1)); echo "FAIL: tune --csv has not one line per candidate ($cands)"; fi
+# --csv is written as the search goes (docs/tune.md): without pruning the same file on 1, 2
+# and 4 threads; a path that cannot be opened fails before the search (exit 2); a write that
+# fails (a full device; a file over the size limit, removed) exits 3 naming the file.
+for th in 1 2 4; do
+    # shellcheck disable=SC2086
+    expect 0 "tune --csv --threads $th" -- "$bin" tune $tune --top 2 --no-prune --threads $th \
+        --csv "$tmp/np-$th.csv"
+done
+same "$tmp/np-1.csv" "$tmp/np-2.csv" "tune --csv: 2 threads write what 1 thread writes"
+same "$tmp/np-1.csv" "$tmp/np-4.csv" "tune --csv: 4 threads write what 1 thread writes"
+# shellcheck disable=SC2086
+expect 2 "tune --csv in no directory" -- "$bin" tune $tune --csv "$tmp/nodir/all.csv"
+contains "$tmp/err" "cannot write $tmp/nodir/all.csv" "tune --csv: the path that cannot be written"
+if [ -w /dev/full ]; then
+    # shellcheck disable=SC2086
+    expect 3 "tune --csv /dev/full" -- "$bin" tune $tune --threads 2 --csv /dev/full
+    contains "$tmp/err" "writing /dev/full failed: No space left on device" \
+        "tune --csv: a full device named"
+fi
+# shellcheck disable=SC2086
+expect 3 "tune --csv over the file size limit" -- sh -c 'trap "" XFSZ; ulimit -f 64; exec "$@"' \
+    sh "$bin" tune $tune --threads 2 --csv "$tmp/big.csv"
+contains "$tmp/err" "writing $tmp/big.csv failed: File too large (the file is removed)" \
+    "tune --csv: a failed write named, the partial file removed"
+if [ -e "$tmp/big.csv" ]; then fail=$((fail + 1)); echo "FAIL: tune --csv left a partial file"; else
+    pass=$((pass + 1)); fi
 # The first row's command reproduces its step time.
 cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
     head -1)

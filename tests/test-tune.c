@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <pipesched/tune.h>
+#include <pthread.h>
 
 #define GPUS 8
 #define GBS 8
@@ -1194,6 +1195,187 @@ static char *csv_text(const ps_tune *t)
     return buf;
 }
 
+/* ---- the CSV as the search goes (job.csv_write) --------------------------------------------- */
+
+/* The most one slot of the window can hold: a chunk of 256 lines of at most 1280 bytes
+ * (search.c's LINE_LEN: the knobs, a reason of 640 quoted bytes, the figures), its buffer
+ * grown by doubling. */
+#define SLOT_MAX (2 * 256 * 1280)
+
+/* A stream into memory, that can fail from its fail-th call on (0: never); calls counted. */
+typedef struct sink {
+    char *buf;
+    size_t len;
+    FILE *f;
+    long calls, fail;
+} sink;
+
+static int sink_write(void *ud, const char *data, size_t len)
+{
+    sink *k = ud;
+    k->calls++;
+    if (k->fail && k->calls >= k->fail)
+        return PS_EIO;
+    ck_assert(len > 0 && data[len - 1] == '\n'); /* whole lines */
+    fwrite(data, 1, len, k->f);
+    return 0;
+}
+
+static void sink_open(sink *k, long fail)
+{
+    memset(k, 0, sizeof *k);
+    k->f = open_memstream(&k->buf, &k->len);
+    k->fail = fail;
+}
+
+static void sink_close(sink *k)
+{
+    fclose(k->f);
+}
+
+/* With record_all and csv_write on the same run: the stream is ps_tune_write_csv's bytes, for
+ * 1, 2 and 4 threads, pruning on and off; without pruning the same file whatever the threads
+ * (with it, which candidates were pruned depends on the threads, docs/tune.md). */
+START_TEST(csv_stream_same)
+{
+    ps_transformer models[] = {dense_model(), gqa_model(), moe_model()};
+    for (int mi = 0; mi < 3; mi++) {
+        ps_hardware hw = small_hw();
+        for (int prune = 0; prune < 2; prune++) {
+            char *first = NULL;
+            for (int threads = 1; threads <= 4; threads *= 2) {
+                ps_tune_job j = small_job(5);
+                j.no_prune = !prune, j.threads = threads, j.record_all = 1;
+                sink k;
+                sink_open(&k, 0);
+                j.csv_write = sink_write, j.csv_ud = &k;
+                ps_tune *t = tune_ok(&models[mi], &hw, &j);
+                sink_close(&k);
+                char *want = csv_text(t);
+                ck_assert_msg(!strcmp(k.buf, want), "%s, %d threads, prune %d: the stream differs",
+                              models[mi].name, threads, prune);
+                /* The window held at most 2 x threads + 2 chunks of lines. */
+                ck_assert_uint_le(ps__tune_csv_high(t), (size_t)(2 * threads + 2) * SLOT_MAX);
+                if (!prune && !first)
+                    first = k.buf, k.buf = NULL;
+                else if (!prune)
+                    ck_assert_msg(!strcmp(k.buf, first), "%s: %d threads stream another file",
+                                  models[mi].name, threads);
+                free(k.buf);
+                free(want);
+                ps_tune_free(t);
+            }
+            free(first);
+        }
+    }
+}
+END_TEST
+
+/* A write that fails (at the header, at the first chunk, later) stops the search with PS_EIO
+ * and a message, on 1, 2 and 4 threads, without a hang; the handle runs again afterwards. */
+START_TEST(csv_stream_fails)
+{
+    ps_transformer m = moe_model();
+    ps_hardware hw = small_hw();
+    const long at[] = {1, 2, 5};
+    for (int threads = 1; threads <= 4; threads *= 2)
+        for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+            ps_tune_job j = small_job(5);
+            j.threads = threads;
+            sink k;
+            sink_open(&k, at[i]);
+            j.csv_write = sink_write, j.csv_ud = &k;
+            ps_tune *t;
+            ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
+            brute_allows(t);
+            ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), PS_EIO);
+            ck_assert_ptr_nonnull(strstr(ps_tune_last_error(t), "CSV"));
+            ck_assert_int_eq(k.calls, at[i]); /* nothing written after the failure */
+            ck_assert_uint_eq(ps_tune_top_count(t), 0);
+            sink_close(&k);
+            free(k.buf);
+            j.csv_write = NULL;
+            ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), 0);
+            ps_tune_free(t);
+        }
+}
+END_TEST
+
+/* A counted allocator: the bytes held now and at most. */
+typedef struct counted {
+    pthread_mutex_t mu;
+    size_t now, peak;
+} counted;
+
+static void *counted_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    counted *c = ud;
+    void *p = NULL;
+    if (nsize) {
+        p = realloc(ptr, nsize);
+        if (!p)
+            return NULL;
+    } else {
+        free(ptr);
+    }
+    pthread_mutex_lock(&c->mu);
+    c->now = c->now - (ptr ? osize : 0) + nsize;
+    if (c->now > c->peak)
+        c->peak = c->now;
+    pthread_mutex_unlock(&c->mu);
+    return p;
+}
+
+static int drop(void *ud, const char *data, size_t len)
+{
+    *(uint64_t *)ud += len;
+    return 0;
+}
+
+/* Bounded memory: on a space of over a million candidates (every one rejected by a cheap
+ * check, so that the test takes seconds), the stream's window holds at most
+ * 2 x threads + 2 chunks of lines, and the run's peak allocation with the stream exceeds the
+ * peak without it by less than that, while recording every candidate (record_all) takes at
+ * least 40 bytes each. */
+START_TEST(csv_stream_bounded)
+{
+    ps_transformer m = dense_model();
+    m.layers = 64, m.heads = 64, m.kv_heads = 64, m.hidden = 8192;
+    ps_hardware hw = small_hw();
+    hw.hbm_gib = 1; /* no candidate fits: the memory check rejects what the others leave */
+    ps_tune_job j = small_job(5);
+    j.gpus = 4096, j.gbs = 4096, j.threads = 2;
+    size_t peak[3];
+    uint64_t total = 0, bytes = 0;
+    for (int mode = 0; mode < 3; mode++) { /* nothing, the stream, record_all */
+        counted c = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+        ps_allocator a = {counted_alloc, &c};
+        ps_tune *t;
+        ck_assert_int_eq(ps_tune_new(&t, &a), 0);
+        j.csv_write = mode == 1 ? drop : NULL, j.csv_ud = &bytes;
+        j.record_all = mode == 2;
+        ck_assert_int_eq(ps_tune_run(t, &m, &hw, &j), 0);
+        ps_tune_stats st;
+        ps_tune_stats_get(t, &st);
+        total = st.candidates;
+        if (mode == 1) {
+            size_t window = (size_t)(2 * j.threads + 2) * SLOT_MAX;
+            ck_assert_uint_gt(ps__tune_csv_high(t), 0);
+            ck_assert_uint_le(ps__tune_csv_high(t), window);
+            ck_assert_uint_gt(bytes, total * 40); /* a line per candidate */
+        }
+        ps_tune_free(t);
+        ck_assert_uint_eq(c.now, 0);
+        peak[mode] = c.peak;
+    }
+    ck_assert_uint_gt(total, 1000000);
+    size_t window = (size_t)(2 * j.threads + 2) * SLOT_MAX + 2 * 256 * 40;
+    ck_assert_msg(peak[1] <= peak[0] + window, "peak %zu with the stream, %zu without", peak[1],
+                  peak[0]);
+    ck_assert_uint_ge(peak[2], peak[0] + total * 40);
+}
+END_TEST
+
 /* A share function that knows the whole run's K-th best step from the start: the most the
  * other processes could ever tell; pruning against it must not change the answer either. */
 static double share_exact(void *ud, double kth)
@@ -1212,7 +1394,7 @@ static ps_tune *run_shares(const ps_transformer *m, const ps_hardware *hw, const
     size_t lens[4];
     uint64_t owned = 0;
     for (uint32_t i = 0; i < parts; i++) {
-        ps__tune_part part = {i, parts, kth ? share_exact : NULL, kth};
+        ps__tune_part part = {i, parts, kth ? share_exact : NULL, kth, NULL, NULL};
         ck_assert_int_eq(ps_tune_new(&t[i], NULL), 0);
         brute_allows(t[i]); /* the space tune_ok searches */
         int rc = ps__tune_run_part(t[i], m, hw, j, &part);
@@ -1341,7 +1523,7 @@ START_TEST(parts_pack_errors)
     ck_assert_int_eq(ps__tune_pack(t, 0, &pack, &len) == PS_ESTATE, 1);
     /* A share of a run with 1 part cannot take a pack; a run needs the part in range. */
     ck_assert_int_eq(ps__tune_merge(t, NULL, NULL, 0, 1), PS_ESTATE);
-    ps__tune_part bad = {2, 2, NULL, NULL};
+    ps__tune_part bad = {2, 2, NULL, NULL, NULL, NULL};
     j.gpus = GPUS;
     ck_assert_int_eq(ps__tune_run_part(t, &m, &hw, &j, &bad), PS_EINVAL);
     free(pack);
@@ -1733,6 +1915,14 @@ static Suite *tune_suite(void)
     tcase_add_test(heavy, parts_shared_bound);
     tcase_add_test(heavy, imbalance_prune_same);
     suite_add_tcase(s, heavy);
+    /* The CSV as the search goes: the stream against ps_tune_write_csv over threads and
+     * shares, failing writes, the bounded window (a space of millions). */
+    TCase *stream = tcase_create("csv");
+    tcase_set_timeout(stream, 600);
+    tcase_add_test(stream, csv_stream_same);
+    tcase_add_test(stream, csv_stream_fails);
+    tcase_add_test(stream, csv_stream_bounded);
+    suite_add_tcase(s, stream);
     /* About 3 CPU s in all (bench/README.md has the search's speed). */
     TCase *known = tcase_create("known");
     tcase_set_timeout(known, 300);

@@ -100,6 +100,14 @@ typedef struct ps_tune_job {
      * when the search succeeds; ud is progress_ud. It must not call into the handle. */
     ps_tune_progress_fn progress;
     void *progress_ud;
+    /* Optional: the CSV of ps_tune_write_csv (the header, then every candidate's line in
+     * candidate order, the same bytes whatever the threads) written as the search goes, in
+     * bounded memory: a thread's chunk of lines waits in a window of 2 x threads + 2 chunks
+     * for the chunks before it, and a thread whose chunk would not fit waits. One call at a
+     * time (from any thread of the search), each of whole lines; a nonzero return stops the
+     * search, which returns PS_EIO. Needs no record_all. ud is csv_ud. */
+    ps_write_fn csv_write;
+    void *csv_ud;
 } ps_tune_job;
 
 /* Fills *j: gpus 8, gbs 8, seq 4096, no reserve, top 10, all cores, pruning on. */

@@ -13,7 +13,12 @@
  * depend on the threads and timing, pruned, reused and seconds, differ). The processes need
  * one build of pipesched (the results travel in its native layout) and MPI initialised with
  * at least MPI_THREAD_FUNNELED for the shared bound (with less, nothing is shared but the
- * answer). Every function is collective over its communicator.
+ * answer). job.csv_write is rank 0's (the others' is not called): with MPI_THREAD_MULTIPLE
+ * every process formats its own chunks' lines and hands them to rank 0, which writes them in
+ * candidate order as the search goes, in memory bounded per process (docs/tune.md, "The CSV
+ * as the search goes"); with less, the processes record their share (as job.record_all) and
+ * rank 0 writes the file after the gather. Every function is collective over its
+ * communicator.
  * SPDX-License-Identifier: MIT
  */
 #ifndef PIPESCHED_TUNE_MPI_H
@@ -39,7 +44,7 @@ PS_EXTERN int ps_tune_mpi_run(ps_tune *t, const ps_transformer *model, const ps_
                               const ps_tune_job *job, MPI_Comm comm);
 
 /* For a program that does not link MPI itself (the pipesched program, which reaches this
- * library and MPI through dlopen): MPI_Init_thread with MPI_THREAD_FUNNELED unless MPI is
+ * library and MPI through dlopen): MPI_Init_thread with MPI_THREAD_MULTIPLE unless MPI is
  * initialised already, then MPI_COMM_WORLD's rank and size. 0, or -1 when MPI fails. */
 PS_EXTERN int ps_tune_mpi_init(int *rank, int *size);
 PS_EXTERN MPI_Comm ps_tune_mpi_world(void);

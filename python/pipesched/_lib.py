@@ -347,6 +347,8 @@ class TuneJob(Structure):
         ("record_all", c_int32),
         ("progress", TuneProgressFn),
         ("progress_ud", c_void_p),
+        ("csv_write", c_void_p),  # the C API's stream; Tune.csv uses record_all
+        ("csv_ud", c_void_p),
     ]
 
 

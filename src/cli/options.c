@@ -442,7 +442,8 @@ const cli_option cli_options[] = {
      STRING(csv),
      .metavar = "FILE",
      .commands = "tune",
-     .help = "write every candidate, its outcome and figures as CSV"},
+     .help = "write every candidate, its outcome and figures as CSV, as the search\n"
+             "goes (in memory that does not grow with the space)"},
     {.name = "draw",
      INT(draw, 1, 10000),
      .metavar = "N",

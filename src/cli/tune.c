@@ -11,8 +11,11 @@
 #include <pipesched/tune.h>
 
 #include <cJSON.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SPEC_LIMIT (16u << 20)
@@ -526,7 +529,19 @@ typedef struct mrow {
     int32_t gpus;
 } mrow;
 
+/* --csv: the file, written as each search goes (job.csv_write), on rank 0 alone. */
+typedef struct csv_sink {
+    FILE *f;
+    const char *path;
+    int regular; /* a regular file: removed when it cannot be completed */
+    int gpus;    /* several GPU counts: this search's count, a first column; 0: one count */
+    int first;   /* the next call is the header */
+    int skip;    /* the header is written already (a count after the first) */
+    int err;     /* a write failed: its errno (or EIO) */
+} csv_sink;
+
 typedef struct result {
+    csv_sink csv;
     gpu_list g;
     ps_tune *t[MAX_COUNTS];
     ps_tune_stats st[MAX_COUNTS];
@@ -835,48 +850,74 @@ static int report_nothing(const ps_tune *t, const ps_tune_stats *st, const ps_ha
     return EXIT_USAGE;
 }
 
-static int write_csv_file(const void *arg, ps_write_fn write, void *ud)
+static int csv_out(csv_sink *c, const char *data, size_t len)
 {
-    return ps_tune_write_csv(arg, write, ud);
+    if (fwrite(data, 1, len, c->f) == len)
+        return 0;
+    c->err = errno ? errno : EIO;
+    return PS_EIO;
 }
 
-static int mem_write(void *ud, const char *data, size_t len)
+/* job.csv_write: whole lines; with several GPU counts each line gets its count first (the
+ * header "gpus", once). */
+static int csv_put(void *ud, const char *data, size_t len)
 {
-    return fwrite(data, 1, len, ud) == len ? 0 : PS_EIO;
-}
-
-/* Several GPU counts: every count's CSV with a first column "gpus", one header. */
-static int write_csv_multi(const void *arg, ps_write_fn write, void *ud)
-{
-    const result *res = arg;
-    int rc = 0;
-    for (size_t g = 0; g < res->g.count && !rc; g++) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&buf, &len);
-        if (!mem)
-            return PS_ENOMEM;
-        rc = ps_tune_write_csv(res->t[g], mem_write, mem);
-        if (fclose(mem) && !rc)
-            rc = PS_ENOMEM;
-        char head[32];
-        for (size_t at = 0, line = 0; !rc && at < len; line++) {
-            const char *nl = memchr(buf + at, '\n', len - at);
-            size_t end = nl ? (size_t)(nl - buf) + 1 : len;
-            if (line == 0 && g > 0) {
-                at = end; /* the header once */
-                continue;
-            }
-            int n = line == 0 ? snprintf(head, sizeof head, "gpus,")
-                              : snprintf(head, sizeof head, "%d,", res->g.n[g]);
-            rc = write(ud, head, (size_t)n);
-            if (!rc)
-                rc = write(ud, buf + at, end - at);
-            at = end;
-        }
-        free(buf);
+    csv_sink *c = ud;
+    int head = c->first;
+    c->first = 0;
+    if (c->err)
+        return PS_EIO;
+    if (!c->gpus)
+        return csv_out(c, data, len);
+    if (head && c->skip)
+        return 0;
+    char pre[32];
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(data + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - data) + 1 : len;
+        int n =
+            head ? snprintf(pre, sizeof pre, "gpus,") : snprintf(pre, sizeof pre, "%d,", c->gpus);
+        if (csv_out(c, pre, (size_t)n) || csv_out(c, data + at, end - at))
+            return PS_EIO;
+        at = end;
     }
-    return rc;
+    return 0;
+}
+
+/* Opens the --csv file before the search. */
+static int csv_open(const cli_opts *o, csv_sink *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!o->csv)
+        return EXIT_OK;
+    c->path = o->csv;
+    c->f = fopen(o->csv, "wb");
+    if (!c->f) {
+        fprintf(stderr, "pipesched: cannot write %s: %s\n", o->csv, strerror(errno));
+        return EXIT_USAGE;
+    }
+    struct stat sb;
+    c->regular = !fstat(fileno(c->f), &sb) && S_ISREG(sb.st_mode);
+    return EXIT_OK;
+}
+
+/* The file closed; a regular file that is incomplete (failed: a write, or the search) is
+ * removed, so that no partial file passes for the whole space. */
+static int csv_close(csv_sink *c, int failed)
+{
+    if (!c->f)
+        return EXIT_OK;
+    errno = 0;
+    if (fclose(c->f) && !c->err)
+        c->err = errno ? errno : EIO;
+    c->f = NULL;
+    if (!c->err && !failed)
+        return EXIT_OK;
+    int removed = c->regular && !remove(c->path);
+    if (c->err) /* else the search's failure is reported already */
+        fprintf(stderr, "pipesched: writing %s failed: %s%s\n", c->path, strerror(c->err),
+                removed ? " (the file is removed)" : "");
+    return c->err ? EXIT_INTERNAL : EXIT_OK;
 }
 
 static int outputs(const cli_opts *o, const ps_transformer *m, const ps_hardware *hw,
@@ -889,11 +930,7 @@ static int outputs(const cli_opts *o, const ps_transformer *m, const ps_hardware
                     "pipesched: tune: warning: %llu simulated steps below their lower bound "
                     "(a bug: please report it; rerun with --no-prune)\n",
                     (unsigned long long)res->st[i].bound_breaks);
-    int ex = !o->csv ? EXIT_OK
-             : multi ? cli_write_out(o->csv, write_csv_multi, res)
-                     : cli_write_out(o->csv, write_csv_file, res->t[0]);
-    if (ex)
-        return ex;
+    int ex = EXIT_OK;
     if (res->ntop == 0) {
         for (size_t i = 0; i < res->g.count; i++) {
             if (multi)
@@ -1087,7 +1124,16 @@ static int search_one(const cli_opts *o, const ps_transformer *m, const ps_hardw
     if (ex)
         return ex;
     job.gpus = res->g.n[i];
+    if (res->csv.f) {
+        res->csv.first = 1;
+        res->csv.gpus = res->g.count > 1 ? job.gpus : 0;
+        res->csv.skip = i > 0;
+        job.csv_write = csv_put;
+        job.csv_ud = &res->csv;
+    }
     rc = mpi ? cli_mpi_run(res->t[i], m, hw, &job) : ps_tune_run(res->t[i], m, hw, &job);
+    if (rc == PS_EIO && res->csv.err) /* csv_close says why */
+        return EXIT_INTERNAL;
     if (rc) {
         char what[64];
         snprintf(what, sizeof what, "tune --gpus %d", job.gpus);
@@ -1158,7 +1204,16 @@ static int tune_main(const cli_opts *opts)
     if (o->top >= 0)
         job.top_k = (int32_t)o->top;
     job.no_prune = o->no_prune;
-    job.record_all = o->csv != NULL;
+    /* --csv streams (job.csv_write, set per search): nothing recorded. The file is opened
+     * (on rank 0) before the search, so that a path that cannot be written fails at once. */
+    ex = rank == 0 ? csv_open(o, &res.csv) : EXIT_OK;
+    if (mpi)
+        ex = cli_mpi_agree(ex);
+    if (ex) {
+        cJSON_Delete(cw.root);
+        cli_mpi_end();
+        return ex;
+    }
     if (!mpi && isatty(STDERR_FILENO))
         job.progress = progress_bar;
     /* The imbalance (docs/balance.md): the synthetic samples are the job's gbs samples. */
@@ -1173,6 +1228,9 @@ static int tune_main(const cli_opts *opts)
         x.in.max_evals = TUNE_REORDER_EVALS;
     for (size_t i = 0; i < res.g.count && !ex; i++)
         ex = search_one(o, &model, &hw, &res, i, job, mpi, &x);
+    int cex = csv_close(&res.csv, ex != EXIT_OK);
+    if (!ex)
+        ex = cex;
     int root = rank == 0;
     if (!ex && root)
         ex = merge(&res, (size_t)job.top_k);

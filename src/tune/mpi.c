@@ -27,6 +27,7 @@
 #define PIECE (1 << 30) /* bytes per message of a pack: counts are ints */
 #define TAG_PACK 1
 #define TAG_MSG 2
+#define TAG_CSV 3
 
 /* The rounds of the shared K-th best step. */
 typedef struct rounds {
@@ -83,6 +84,88 @@ static void rounds_finish(rounds *r)
         if (was_final && r->in[1] == 1)
             return;
     }
+}
+
+/*
+ * The CSV as the search goes (job.csv_write, with MPI_THREAD_MULTIPLE): every process formats
+ * the lines of its own chunks (search.c), and hands them over in its chunk order from
+ * whichever of its threads writes: rank 0 writes chunk c after receiving and writing every
+ * other process's chunk before c (chunk g from rank g mod N); the others send theirs with
+ * MPI_Ssend, which completes only when rank 0 receives it, in chunk order. So no process
+ * gets ahead of the file by more than its own window of chunks (search.c), and rank 0 holds
+ * one received chunk at a time. A process whose search stopped (a failure) sends its
+ * remaining chunks empty, and rank 0, once its write failed, receives the rest and drops it,
+ * so that nobody waits on a chunk that never comes.
+ */
+typedef struct csv_net {
+    MPI_Comm comm;
+    int rank, size;
+    ps_write_fn write; /* rank 0: the file */
+    void *ud;
+    uint64_t chunks; /* of the whole space */
+    uint64_t next;   /* rank 0: the next chunk to write; the others: their next to send */
+    int failed;      /* rank 0: a write failed; the rest is received and dropped */
+    char *buf;       /* rank 0: a received chunk */
+    size_t cap;
+} csv_net;
+
+/* Rank 0: chunk g (another process's) received, and written unless a write failed. */
+static void csv_receive(csv_net *c, uint64_t g)
+{
+    MPI_Status st;
+    int count = 0;
+    int from = (int)(g % (uint64_t)c->size);
+    MPI_Probe(from, TAG_CSV, c->comm, &st);
+    MPI_Get_count(&st, MPI_CHAR, &count);
+    if ((size_t)count > c->cap) {
+        char *b = realloc(c->buf, (size_t)count);
+        if (!b) {
+            fprintf(stderr, "pipesched: tune: out of memory for the CSV lines of process %d\n",
+                    from);
+            MPI_Abort(c->comm, 3);
+        }
+        c->buf = b, c->cap = (size_t)count;
+    }
+    MPI_Recv(c->buf, count, MPI_CHAR, from, TAG_CSV, c->comm, MPI_STATUS_IGNORE);
+    if (!c->failed && count && c->write(c->ud, c->buf, (size_t)count))
+        c->failed = 1;
+}
+
+/* part.csv_chunk. */
+static int csv_chunk(void *ud, uint64_t chunk, const char *text, size_t len)
+{
+    csv_net *c = ud;
+    if (c->rank > 0) {
+        MPI_Ssend(text, (int)len, MPI_CHAR, 0, TAG_CSV, c->comm); /* < 2 GiB: one chunk */
+        c->next = chunk + (uint64_t)c->size;
+        return 0;
+    }
+    for (; c->next < chunk; c->next++)
+        csv_receive(c, c->next);
+    c->next = chunk + 1;
+    if (!c->failed && len && c->write(c->ud, text, len))
+        c->failed = 1;
+    return c->failed;
+}
+
+/* After the search: rank 0 takes every chunk still to come, the others send the ones their
+ * search did not reach (empty). */
+static void csv_finish(csv_net *c)
+{
+    for (; c->next < c->chunks; c->next++)
+        if (c->rank == 0 && c->next % (uint64_t)c->size != 0)
+            csv_receive(c, c->next);
+        else if (c->rank > 0 && c->next % (uint64_t)c->size == (uint64_t)c->rank)
+            MPI_Ssend(NULL, 0, MPI_CHAR, 0, TAG_CSV, c->comm);
+    free(c->buf);
+    c->buf = NULL;
+}
+
+/* The other ranks' job.csv_write: never called (their lines go to rank 0). */
+static int csv_none(void *ud, const char *data, size_t len)
+{
+    (void)ud, (void)data, (void)len;
+    return PS_EIO;
 }
 
 /* Sends or receives len bytes in pieces of at most PIECE. */
@@ -150,9 +233,43 @@ int ps_tune_mpi_run(ps_tune *t, const ps_transformer *model, const ps_hardware *
     MPI_Comm_size(r.comm, &size);
     MPI_Query_thread(&level);
     /* The share hook runs on this thread while the search's other threads run. */
-    ps__tune_part part = {(uint32_t)rank, (uint32_t)size,
-                          level >= MPI_THREAD_FUNNELED ? share : NULL, &r};
+    ps__tune_part part = {(uint32_t)rank,
+                          (uint32_t)size,
+                          level >= MPI_THREAD_FUNNELED ? share : NULL,
+                          &r,
+                          NULL,
+                          NULL};
+    /* The CSV: rank 0's job.csv_write decides. Streamed with MPI_THREAD_MULTIPLE (any thread
+     * of the search sends or receives); else recorded, gathered and written by rank 0. */
+    int stream = job && job->csv_write;
+    MPI_Bcast(&stream, 1, MPI_INT, 0, r.comm);
+    ps_tune_job own;
+    csv_net net;
+    memset(&net, 0, sizeof net);
+    if (job) {
+        own = *job;
+        own.csv_write = NULL;
+        net.write = job->csv_write, net.ud = job->csv_ud;
+        if (stream && level >= MPI_THREAD_MULTIPLE) {
+            own.csv_write = rank == 0 ? job->csv_write : csv_none;
+            net.comm = r.comm, net.rank = rank, net.size = size;
+            net.next = (uint64_t)rank;
+            part.csv_chunk = csv_chunk;
+            part.csv_ud = &net;
+            if (rank == 0 && ps__tune_csv_header(job->csv_write, job->csv_ud))
+                net.failed = 1;
+        } else if (stream) {
+            own.record_all = 1;
+        }
+        job = &own;
+    }
     int rc = t ? ps__tune_run_part(t, model, hw, job, &part) : PS_EINVAL;
+    if (part.csv_chunk) {
+        net.chunks = t ? ps__tune_chunks(t) : 0;
+        csv_finish(&net);
+        if (rank == 0 && net.failed && !rc)
+            rc = ps__tune_fail(t, PS_EIO, "tune: writing the CSV failed");
+    }
     rounds_finish(&r);
     void *pack = NULL;
     size_t len = 0;
@@ -170,6 +287,9 @@ int ps_tune_mpi_run(ps_tune *t, const ps_transformer *model, const ps_hardware *
         MPI_Abort(r.comm, 3);
     } else {
         rc = gather_root(t, rc, size, r.comm, lens, t0); /* t NULL: received, then PS_EINVAL */
+        if (!rc && stream && !part.csv_chunk && net.write &&
+            ps_tune_write_csv(t, net.write, net.ud))
+            rc = ps__tune_fail(t, PS_EIO, "tune: writing the CSV failed");
     }
     free(lens);
     MPI_Bcast(&rc, 1, MPI_INT, 0, r.comm);
@@ -181,7 +301,7 @@ int ps_tune_mpi_init(int *rank, int *size)
 {
     int inited = 0, provided;
     MPI_Initialized(&inited);
-    if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
         return -1;
     if (MPI_Comm_rank(MPI_COMM_WORLD, rank) != MPI_SUCCESS ||
         MPI_Comm_size(MPI_COMM_WORLD, size) != MPI_SUCCESS)

@@ -30,6 +30,7 @@
 #define MAX_THREADS 256
 #define KEY_LEN 200
 #define EXAMPLE_LEN 320
+#define LINE_LEN (512 + 2 * EXAMPLE_LEN + 128) /* one CSV line: knobs, reason, figures */
 
 enum { ST_OK, ST_OVER_MEMORY, ST_REJECTED, ST_FAILED, ST_PRUNED };
 static const char *const status_words[] = {"ok", "over-memory", "rejected", "failed", "pruned"};
@@ -51,6 +52,33 @@ typedef struct record {
     int32_t recompute_layers; /* recompute fit: the layers found */
 } record;
 
+/* One chunk's CSV lines, waiting for the chunks before it (job.csv_write). */
+typedef struct csv_slot {
+    char *buf;
+    size_t len, cap;
+    uint64_t nth; /* the owned chunk whose lines it holds */
+    int ready;
+} csv_slot;
+
+/*
+ * The streamed CSV: the owned chunks' lines go out in chunk order through a window of slots.
+ * A thread formats its chunk's lines into the slot of that chunk; the thread that completes
+ * the next chunk to write writes it and every ready one after it. A thread takes a chunk
+ * only when its slot is free (the chunk is less than next + n), so at most n chunks' lines
+ * are held whatever the size of the space; the thread on the next chunk to write never
+ * waits, so the window always moves.
+ */
+typedef struct csv_stream {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    csv_slot *slot;
+    size_t n;           /* slots; 0: no stream */
+    uint64_t next;      /* the next owned chunk to write */
+    int writing;        /* a thread is writing (outside the lock) */
+    int stop;           /* a write failed or a thread failed: nobody waits any more */
+    size_t bytes, high; /* the slots' bytes allocated, now and at most */
+} csv_stream;
+
 /* A growing array of reasons. */
 typedef struct reason_list {
     reason *v;
@@ -71,6 +99,8 @@ typedef struct worker {
     uint64_t simulated, failed, over, over_unsimulated, fitting, pruned, breaks;
     double need; /* least memory need seen: exact (simulated) or a lower bound */
     int need_exact;
+    record *crec; /* with a CSV stream: the records of the chunk being visited, from clo */
+    uint64_t clo;
     int rc;
     char err[PS__ERRLEN];
     pthread_t th;
@@ -86,6 +116,8 @@ struct ps_tune {
     ps_tune_stats st;
     record *recs;
     uint64_t nrecs;
+    worker *ws;    /* the workers of the run in progress (set_record finds a thread's chunk) */
+    csv_stream cs; /* job.csv_write */
     _Atomic uint64_t next;
     _Atomic uint64_t done;      /* candidates evaluated */
     _Atomic uint64_t best_bits; /* the best fitting step so far, as its bits (0: none) */
@@ -329,12 +361,18 @@ static int dominant_gap(const ps_estimate_result *r, double *sec)
     return best;
 }
 
-static void set_record(ps_tune *t, uint64_t idx, int status, int reason_id, int thread,
-                       const ps_estimate_result *r)
+/* The records of candidate idx, visited by thread: in the whole space's array (job.record_all)
+ * and in the thread's chunk (job.csv_write); NULL where there is none. */
+static record *record_at(ps_tune *t, int thread, uint64_t idx, record **chunk)
 {
-    if (!t->recs)
-        return;
-    record *x = &t->recs[idx];
+    const worker *w = t->ws ? &t->ws[thread] : NULL;
+    *chunk = w && w->crec ? &w->crec[idx - w->clo] : NULL;
+    return t->recs ? &t->recs[idx] : NULL;
+}
+
+static void fill_record(record *x, int status, int reason_id, int thread,
+                        const ps_estimate_result *r)
+{
     int32_t rl = x->recompute_layers; /* set by evaluate before the outcome */
     memset(x, 0, sizeof *x);
     x->recompute_layers = rl;
@@ -344,6 +382,26 @@ static void set_record(ps_tune *t, uint64_t idx, int status, int reason_id, int 
     if (r)
         x->step = r->step_time_s, x->tok = r->tokens_per_s_per_gpu, x->mfu = r->mfu,
         x->peak = r->peak_gib;
+}
+
+static void set_record(ps_tune *t, uint64_t idx, int status, int reason_id, int thread,
+                       const ps_estimate_result *r)
+{
+    record *chunk, *x = record_at(t, thread, idx, &chunk);
+    if (x)
+        fill_record(x, status, reason_id, thread, r);
+    if (chunk)
+        fill_record(chunk, status, reason_id, thread, r);
+}
+
+/* Recompute fit: the layers found, before the outcome (set_record keeps them). */
+static void set_layers(ps_tune *t, int thread, uint64_t idx, int32_t layers)
+{
+    record *chunk, *x = record_at(t, thread, idx, &chunk);
+    if (x)
+        x->recompute_layers = layers;
+    if (chunk)
+        chunk->recompute_layers = layers;
 }
 
 /* A dynamic reason of w (the estimate's refusal or the simulated memory): counted, recorded. */
@@ -379,10 +437,11 @@ static int over_memory(worker *w, uint64_t idx, int32_t rank, double gib, double
     w->over_unsimulated += step == 0.0;
     note_need(w, gib, 1);
     int rc = count_dynamic(w, idx, ST_OVER_MEMORY, key, ex, gib);
-    if (w->t->recs) {
-        w->t->recs[idx].step = step;
-        w->t->recs[idx].peak = gib;
-    }
+    record *chunk, *x = record_at(w->t, w->id, idx, &chunk);
+    if (x)
+        x->step = step, x->peak = gib;
+    if (chunk)
+        chunk->step = step, chunk->peak = gib;
     return rc;
 }
 
@@ -492,8 +551,8 @@ static int evaluate(worker *w, uint64_t idx)
         int rc = ps__space_fit(s, w->e, &row.config, &why, &gib, w->err);
         if (rc)
             return rc;
-        if (t->recs && why < 0)
-            t->recs[idx].recompute_layers = row.config.recompute_layers;
+        if (why < 0)
+            set_layers(t, w->id, idx, row.config.recompute_layers);
     }
     if (why == PS__R_MEMORY) {
         note_need(w, ch.static_gib, 0);
@@ -654,7 +713,7 @@ static void reject_range(worker *w, uint64_t lo, uint64_t hi, int why)
     w->cheap[why] += hi - lo;
     if (lo < w->cheap_first[why])
         w->cheap_first[why] = lo;
-    for (uint64_t x = lo; x < hi && w->t->recs; x++)
+    for (uint64_t x = lo; x < hi && (w->t->recs || w->crec); x++)
         set_record(w->t, x, ST_REJECTED, why, w->id, NULL);
 }
 
@@ -690,21 +749,250 @@ static void visit_chunk(worker *w, uint64_t lo, uint64_t hi)
     }
 }
 
+/* ---- the CSV's lines ------------------------------------------------------------------------- */
+
+/* The header into line (LINE_LEN bytes); its length. */
+static size_t csv_header_line(char *line)
+{
+    int n = snprintf(line, LINE_LEN, "index");
+    for (int k = 0; k < PS_KNOBS; k++)
+        n += snprintf(line + n, LINE_LEN - (size_t)n, ",%s", ps_tune_knob_name(k));
+    n += snprintf(line + n, LINE_LEN - (size_t)n,
+                  ",recompute_layers,status,reason,step_time_s,tokens_per_s_per_gpu,mfu,"
+                  "peak_gib\n");
+    return (size_t)n;
+}
+
+/* A CSV field at dst: quoted, quotes doubled (at most 2 EXAMPLE_LEN + 4 bytes); its length. */
+static size_t csv_quote(char *dst, const char *s)
+{
+    size_t n = 0, cap = 2 * EXAMPLE_LEN + 4;
+    dst[n++] = '"';
+    for (; *s && n + 4 < cap; s++) {
+        if (*s == '"')
+            dst[n++] = '"';
+        dst[n++] = *s;
+    }
+    dst[n++] = '"';
+    return n;
+}
+
+/* Candidate i's line into line (LINE_LEN bytes): its knobs, record r, the reason's text key
+ * (read for the statuses that have a reason); its length. */
+static size_t csv_row_line(const ps__space *sp, uint64_t i, const record *r, const char *key,
+                           char *line)
+{
+    ps_tune_config c;
+    ps__space_decode(sp, i, &c);
+    int n = snprintf(line, 512, "%llu", (unsigned long long)i);
+    for (int k = 0; k < PS_KNOBS; k++) {
+        char w[32];
+        ps_tune_value_name(k, c.knob[k], w, sizeof w);
+        n += snprintf(line + n, 512 - (size_t)n, ",%s", w);
+    }
+    n += snprintf(line + n, 512 - (size_t)n, ",%d,%s,", (int)r->recompute_layers,
+                  status_words[r->status]);
+    size_t len = (size_t)n;
+    if (r->status != ST_OK && r->status != ST_PRUNED)
+        len += csv_quote(line + len, key);
+    char *at = line + len;
+    size_t cap = LINE_LEN - len;
+    if (r->status == ST_OK || (r->status == ST_OVER_MEMORY && r->step > 0))
+        n = snprintf(at, cap, ",%.9g,%.9g,%.9g,%.9g\n", r->step, r->tok, r->mfu, r->peak);
+    else if (r->status == ST_OVER_MEMORY) /* found without a simulation: no step time */
+        n = snprintf(at, cap, ",,,,%.9g\n", r->peak);
+    else
+        n = snprintf(at, cap, ",,,,\n");
+    return len + (size_t)n;
+}
+
+/* ---- the CSV as the search goes (job.csv_write) ---------------------------------------------- */
+
+static int csv_open(ps_tune *t, int threads)
+{
+    csv_stream *cs = &t->cs;
+    memset(cs, 0, sizeof *cs);
+    size_t n = 2 * (size_t)threads + 2;
+    cs->slot = ps__calloc(&t->al, n, sizeof *cs->slot);
+    if (!cs->slot)
+        return ps__seterr(t->err, PS_ENOMEM, "out of memory for the CSV's window");
+    if (pthread_mutex_init(&cs->mu, NULL)) {
+        ps__free(&t->al, cs->slot, n, sizeof *cs->slot);
+        cs->slot = NULL;
+        return ps__seterr(t->err, PS_EINTERNAL, "cannot create the CSV's lock");
+    }
+    if (pthread_cond_init(&cs->cv, NULL)) {
+        pthread_mutex_destroy(&cs->mu);
+        ps__free(&t->al, cs->slot, n, sizeof *cs->slot);
+        cs->slot = NULL;
+        return ps__seterr(t->err, PS_EINTERNAL, "cannot create the CSV's condition");
+    }
+    cs->n = n;
+    return 0;
+}
+
+/* Frees the window; the high-water mark stays (ps__tune_csv_high). */
+static void csv_close(ps_tune *t)
+{
+    csv_stream *cs = &t->cs;
+    if (!cs->n)
+        return;
+    for (size_t i = 0; i < cs->n; i++)
+        ps__free(&t->al, cs->slot[i].buf, cs->slot[i].cap, 1);
+    ps__free(&t->al, cs->slot, cs->n, sizeof *cs->slot);
+    pthread_cond_destroy(&cs->cv);
+    pthread_mutex_destroy(&cs->mu);
+    cs->slot = NULL;
+    cs->n = 0;
+}
+
+size_t ps__tune_csv_high(const ps_tune *t)
+{
+    return t ? t->cs.high : 0;
+}
+
+uint64_t ps__tune_chunks(const ps_tune *t)
+{
+    return t ? (t->sp.total + CHUNK - 1) / CHUNK : 0;
+}
+
+/* Nobody waits for a slot any more: a write or a thread failed. */
+static void csv_stop(ps_tune *t)
+{
+    csv_stream *cs = &t->cs;
+    if (!cs->n)
+        return;
+    pthread_mutex_lock(&cs->mu);
+    cs->stop = 1;
+    pthread_cond_broadcast(&cs->cv);
+    pthread_mutex_unlock(&cs->mu);
+}
+
+/* Waits until owned chunk nth's slot is free: 0, or 1 when the stream stopped. */
+static int csv_begin(worker *w, uint64_t nth, uint64_t lo, uint64_t hi)
+{
+    csv_stream *cs = &w->t->cs;
+    pthread_mutex_lock(&cs->mu);
+    while (!cs->stop && nth >= cs->next + cs->n)
+        pthread_cond_wait(&cs->cv, &cs->mu);
+    int stop = cs->stop;
+    pthread_mutex_unlock(&cs->mu);
+    memset(w->crec, 0, (size_t)(hi - lo) * sizeof *w->crec);
+    w->clo = lo;
+    return stop;
+}
+
+/* Appends len bytes to slot s, growing it. */
+static int slot_put(ps_tune *t, csv_slot *s, const char *data, size_t len)
+{
+    if (s->len + len > s->cap) {
+        size_t cap = s->cap ? s->cap : 64 * LINE_LEN;
+        while (cap < s->len + len)
+            cap *= 2;
+        char *b = ps__realloc(&t->al, s->buf, s->cap, cap, 1);
+        if (!b)
+            return PS_ENOMEM;
+        csv_stream *cs = &t->cs;
+        pthread_mutex_lock(&cs->mu);
+        cs->bytes += cap - s->cap;
+        if (cs->bytes > cs->high)
+            cs->high = cs->bytes;
+        pthread_mutex_unlock(&cs->mu);
+        s->buf = b, s->cap = cap;
+    }
+    memcpy(s->buf + s->len, data, len);
+    s->len += len;
+    return 0;
+}
+
+/* Owned chunk nth's lines out: to the process's hook (part.csv_chunk) or to job.csv_write. */
+static int csv_emit(ps_tune *t, uint64_t nth, const char *text, size_t len)
+{
+    if (t->part.csv_chunk)
+        return t->part.csv_chunk(t->part.csv_ud, nth * t->part.parts + t->part.part, text, len);
+    return len ? t->sp.job.csv_write(t->sp.job.csv_ud, text, len) : 0;
+}
+
+/* Writes the ready chunks from the next one on, unless another thread is writing them. */
+static int csv_flush(worker *w)
+{
+    ps_tune *t = w->t;
+    csv_stream *cs = &t->cs;
+    int rc = 0;
+    pthread_mutex_lock(&cs->mu);
+    while (!cs->writing && !cs->stop) {
+        csv_slot *s = &cs->slot[cs->next % cs->n];
+        if (!s->ready || s->nth != cs->next)
+            break;
+        cs->writing = 1;
+        pthread_mutex_unlock(&cs->mu);
+        int bad = csv_emit(t, s->nth, s->buf, s->len);
+        pthread_mutex_lock(&cs->mu);
+        cs->writing = 0;
+        s->ready = 0;
+        cs->next++;
+        if (bad) {
+            cs->stop = 1;
+            rc = ps__seterr(w->err, PS_EIO, "tune: writing the CSV failed (at candidate %llu)",
+                            (unsigned long long)((s->nth * t->part.parts + t->part.part) * CHUNK));
+        }
+        pthread_cond_broadcast(&cs->cv);
+    }
+    pthread_mutex_unlock(&cs->mu);
+    return rc;
+}
+
+/* The lines of owned chunk nth ([lo, hi), visited) into its slot, then written in turn. */
+static int csv_end(worker *w, uint64_t nth, uint64_t lo, uint64_t hi)
+{
+    ps_tune *t = w->t;
+    csv_stream *cs = &t->cs;
+    csv_slot *s = &cs->slot[nth % cs->n];
+    char line[LINE_LEN];
+    s->len = 0;
+    for (uint64_t x = lo; x < hi; x++) {
+        const record *r = &w->crec[x - lo];
+        const char *key = "";
+        if (r->status != ST_OK && r->status != ST_PRUNED)
+            key = r->reason < PS__R_CHEAP ? ps__tune_reason_text(r->reason)
+                                          : w->dyn.v[r->reason - PS__R_CHEAP].key;
+        if (slot_put(t, s, line, csv_row_line(&t->sp, x, r, key, line)))
+            return ps__seterr(w->err, PS_ENOMEM, "out of memory for the CSV's lines");
+    }
+    pthread_mutex_lock(&cs->mu);
+    s->nth = nth;
+    s->ready = 1;
+    pthread_mutex_unlock(&cs->mu);
+    return csv_flush(w);
+}
+
+int ps__tune_csv_header(ps_write_fn write, void *ud)
+{
+    char line[LINE_LEN];
+    return write(ud, line, csv_header_line(line)) ? PS_EIO : 0;
+}
+
 static void *work(void *arg)
 {
     worker *w = arg;
     ps_tune *t = w->t;
-    uint64_t lo, hi;
-    while (!w->rc && owned_chunk(t, atomic_fetch_add(&t->next, 1), &lo, &hi)) {
+    uint64_t lo, hi, nth;
+    while (!w->rc && owned_chunk(t, nth = atomic_fetch_add(&t->next, 1), &lo, &hi)) {
+        if (t->cs.n && csv_begin(w, nth, lo, hi))
+            break;
         visit_chunk(w, lo, hi);
+        if (t->cs.n && !w->rc)
+            w->rc = csv_end(w, nth, lo, hi);
         atomic_fetch_add(&t->done, hi - lo);
         if (w->id == 0) {
             report(t, 0);
             share_bound(t, 0);
         }
     }
-    if (w->rc)
+    if (w->rc) {
         atomic_store(&t->next, UINT64_MAX / 2); /* the others stop at their next chunk */
+        csv_stop(t);
+    }
     return NULL;
 }
 
@@ -729,8 +1017,10 @@ static void free_workers(ps_tune *t, worker *w, int n)
         ps__free(&t->al, w[i].top, (size_t)t->sp.job.top_k, sizeof *w[i].top);
         ps__free(&t->al, w[i].front, w[i].capfront, sizeof *w[i].front);
         ps__free(&t->al, w[i].dyn.v, w[i].dyn.cap, sizeof *w[i].dyn.v);
+        ps__free(&t->al, w[i].crec, CHUNK, sizeof *w[i].crec);
     }
     ps__free(&t->al, w, (size_t)n, sizeof *w);
+    t->ws = NULL;
 }
 
 static int start_workers(ps_tune *t, worker **out, int n)
@@ -739,8 +1029,11 @@ static int start_workers(ps_tune *t, worker **out, int n)
     if (!w)
         return ps__seterr(t->err, PS_ENOMEM, "out of memory for %d threads", n);
     *out = w;
+    t->ws = w;
     for (int i = 0; i < n; i++) {
         w[i].t = t;
+        if (t->cs.n && !(w[i].crec = ps__alloc(&t->al, CHUNK, sizeof *w[i].crec)))
+            return ps__seterr(t->err, PS_ENOMEM, "out of memory for thread %d", i);
         w[i].id = i;
         for (int r = 0; r < PS__R_CHEAP; r++)
             w[i].cheap_first[r] = UINT64_MAX;
@@ -997,7 +1290,7 @@ static int imbalance_setup(ps_tune *t, const ps_transformer *m, const ps_hardwar
 int ps_tune_run(ps_tune *t, const ps_transformer *model, const ps_hardware *hw,
                 const ps_tune_job *job)
 {
-    ps__tune_part whole = {0, 1, NULL, NULL};
+    ps__tune_part whole = {0, 1, NULL, NULL, NULL, NULL};
     return ps__tune_run_part(t, model, hw, job, &whole);
 }
 
@@ -1008,14 +1301,17 @@ int ps__tune_run_part(ps_tune *t, const ps_transformer *model, const ps_hardware
         return PS_EINVAL;
     clear_results(t);
     t->err[0] = 0;
+    t->sp.total = 0; /* no chunks (ps__tune_chunks) until the space is built */
     if (!model || !hw || !job || !part || part->parts < 1 || part->part >= part->parts)
         return ps__seterr(t->err, PS_EINVAL, "ps_tune_run needs a model, hardware and a job");
     t->part = *part;
     int rc = ps__space_build(&t->sp, model, hw, job, &t->k, t->err);
     if (!rc && t->have_imb)
         rc = imbalance_setup(t, model, hw, job);
-    if (rc)
+    if (rc) {
+        t->sp.total = 0; /* no chunks (ps__tune_chunks) */
         return rc;
+    }
     if (job->record_all) {
         if (t->sp.total > SIZE_MAX / sizeof *t->recs)
             return ps__seterr(t->err, PS_ENOMEM, "%llu candidates are too many to record",
@@ -1036,9 +1332,21 @@ int ps__tune_run_part(ps_tune *t, const ps_transformer *model, const ps_hardware
     atomic_store(&t->kth_bits, 0);
     t->t0 = t->reported = t0;
     t->shared = 0;
-    rc = start_workers(t, &w, n);
+    t->cs.high = 0;
+    if (job->csv_write && !part->csv_chunk) /* a process of several: its hook writes */
+        rc = ps__tune_csv_header(job->csv_write, job->csv_ud)
+                 ? ps__seterr(t->err, PS_EIO, "tune: writing the CSV's header failed")
+                 : 0;
+    if (!rc && job->csv_write)
+        rc = csv_open(t, n);
+    if (!rc)
+        rc = start_workers(t, &w, n);
     if (!rc)
         rc = run_workers(t, w, n);
+    if (!rc && t->cs.n && t->cs.next != owned_chunks(t))
+        rc = ps__seterr(t->err, PS_EINTERNAL, "tune: %llu of %llu chunks of the CSV written",
+                        (unsigned long long)t->cs.next, (unsigned long long)owned_chunks(t));
+    csv_close(t);
     double seconds = now_s() - t0;
     if (!rc)
         rc = merge_rows(t, w, n);
@@ -1127,61 +1435,20 @@ int ps_tune_reason(const ps_tune *t, size_t i, const char **text, const char **e
     return 0;
 }
 
-/* A CSV field: quoted, quotes doubled. */
-static int csv_text(ps_write_fn write, void *ud, const char *s)
-{
-    char buf[2 * EXAMPLE_LEN + 4];
-    size_t n = 0;
-    buf[n++] = '"';
-    for (; *s && n + 4 < sizeof buf; s++) {
-        if (*s == '"')
-            buf[n++] = '"';
-        buf[n++] = *s;
-    }
-    buf[n++] = '"';
-    return write(ud, buf, n);
-}
-
 int ps_tune_write_csv(const ps_tune *t, ps_write_fn write, void *ud)
 {
     if (!t || !write)
         return PS_EINVAL;
     if (!t->have || !t->recs)
         return PS_ESTATE;
-    char line[512];
-    int n = snprintf(line, sizeof line, "index");
-    for (int k = 0; k < PS_KNOBS; k++)
-        n += snprintf(line + n, sizeof line - (size_t)n, ",%s", ps_tune_knob_name(k));
-    n += snprintf(line + n, sizeof line - (size_t)n,
-                  ",recompute_layers,status,reason,step_time_s,tokens_per_s_per_gpu,mfu,"
-                  "peak_gib\n");
-    if (write(ud, line, (size_t)n))
+    char line[LINE_LEN];
+    if (write(ud, line, csv_header_line(line)))
         return PS_EIO;
     for (uint64_t i = 0; i < t->nrecs; i++) {
         const record *r = &t->recs[i];
-        ps_tune_config c;
-        ps__space_decode(&t->sp, i, &c);
-        n = snprintf(line, sizeof line, "%llu", (unsigned long long)i);
-        for (int k = 0; k < PS_KNOBS; k++) {
-            char w[32];
-            ps_tune_value_name(k, c.knob[k], w, sizeof w);
-            n += snprintf(line + n, sizeof line - (size_t)n, ",%s", w);
-        }
-        n += snprintf(line + n, sizeof line - (size_t)n, ",%d,%s,", (int)r->recompute_layers,
-                      status_words[r->status]);
-        if (write(ud, line, (size_t)n))
-            return PS_EIO;
-        if (r->status != ST_OK && r->status != ST_PRUNED &&
-            csv_text(write, ud, t->reasons.v[r->reason].key))
-            return PS_EIO;
-        if (r->status == ST_OK || (r->status == ST_OVER_MEMORY && r->step > 0))
-            n = snprintf(line, sizeof line, ",%.9g,%.9g,%.9g,%.9g\n", r->step, r->tok, r->mfu,
-                         r->peak);
-        else if (r->status == ST_OVER_MEMORY) /* found without a simulation: no step time */
-            n = snprintf(line, sizeof line, ",,,,%.9g\n", r->peak);
-        else
-            n = snprintf(line, sizeof line, ",,,,\n");
-        if (write(ud, line, (size_t)n))
+        const char *key =
+            r->status != ST_OK && r->status != ST_PRUNED ? t->reasons.v[r->reason].key : "";
+        if (write(ud, line, csv_row_line(&t->sp, i, r, key, line)))
             return PS_EIO;
     }
     return 0;

@@ -119,7 +119,19 @@ typedef struct ps__tune_part {
     uint32_t part, parts;
     double (*share)(void *ud, double kth);
     void *ud;
+    /* With job.csv_write: called with the CSV lines of each owned chunk (number chunk of the
+     * whole space), in chunk order, one call at a time, from any thread of the search; nonzero
+     * stops the search (PS_EIO). NULL: the lines go to job.csv_write, the header first. */
+    int (*csv_chunk)(void *ud, uint64_t chunk, const char *text, size_t len);
+    void *csv_ud;
 } ps__tune_part;
+
+/* The CSV's header line written (PS_EIO when write fails). */
+PS__SIBLING int ps__tune_csv_header(ps_write_fn write, void *ud);
+/* The most bytes the last run's CSV window held (job.csv_write; 0 without). */
+PS__SIBLING size_t ps__tune_csv_high(const ps_tune *t);
+/* The chunks of the last run's space (0 when it failed to build). */
+PS__SIBLING uint64_t ps__tune_chunks(const ps_tune *t);
 
 /* ps_tune_run over the share *part only: the handle then holds that share's top K, front,
  * reasons, records (with job.record_all: of its own candidates; the others read as "ok" with
