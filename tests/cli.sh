@@ -786,6 +786,13 @@ done
 cands=$(sed -n 's/.*"candidates":\([0-9]*\).*/\1/p' "$tmp/out")
 if [ "$(wc -l <"$tmp/all.csv")" -eq $((cands + 1)) ]; then pass=$((pass + 1)); else
     fail=$((fail + 1)); echo "FAIL: tune --csv has not one line per candidate ($cands)"; fi
+# The first row's command reproduces its step time.
+cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
+    head -1)
+step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' | head -1)
+# shellcheck disable=SC2086
+expect 0 "tune's first command" -- "$bin" $cmd --json
+contains "$tmp/out" "\"step_time_s\":$step," "tune's command reproduces the step time $step"
 # --csv is written as the search goes (docs/tune.md): without pruning the same file on 1, 2
 # and 4 threads; a path that cannot be opened fails before the search (exit 2); a write that
 # fails (a full device; a file over the size limit, removed) exits 3 naming the file.
@@ -812,13 +819,6 @@ contains "$tmp/err" "writing $tmp/big.csv failed: File too large (the file is re
     "tune --csv: a failed write named, the partial file removed"
 if [ -e "$tmp/big.csv" ]; then fail=$((fail + 1)); echo "FAIL: tune --csv left a partial file"; else
     pass=$((pass + 1)); fi
-# The first row's command reproduces its step time.
-cmd=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"command":"pipesched \([^"]*\)".*/\1/p' |
-    head -1)
-step=$(sed -n '/^"top"/,/^"front"/p' "$tmp/out" | sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' | head -1)
-# shellcheck disable=SC2086
-expect 0 "tune's first command" -- "$bin" $cmd --json
-contains "$tmp/out" "\"step_time_s\":$step," "tune's command reproduces the step time $step"
 # Recompute fit: the row names its layer count and its command (--recompute-layers) reproduces it.
 expect 0 "tune recompute=fit" -- "$bin" tune --model llama3-70b --hardware h100-sxm --gpus 64 \
     --gbs 128 --seq 8192 --top 1 --json --allow precision=fp8 \

@@ -105,7 +105,8 @@ static void model(void)
     S(ps_tune_job), F(ps_tune_job, gpus), F(ps_tune_job, gpus_per_node), F(ps_tune_job, gbs);
     F(ps_tune_job, seq), F(ps_tune_job, mem_reserve_gib), F(ps_tune_job, top_k);
     F(ps_tune_job, threads), F(ps_tune_job, no_prune), F(ps_tune_job, record_all);
-    F(ps_tune_job, progress), F(ps_tune_job, progress_ud);
+    F(ps_tune_job, progress), F(ps_tune_job, progress_ud), F(ps_tune_job, csv_write);
+    F(ps_tune_job, csv_ud);
     S(ps_tune_row), F(ps_tune_row, config), F(ps_tune_row, index), F(ps_tune_row, result);
     F(ps_tune_row, gap), F(ps_tune_row, gap_s);
     S(ps_tune_stats), F(ps_tune_stats, candidates), F(ps_tune_stats, rejected);
