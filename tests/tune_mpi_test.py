@@ -9,14 +9,15 @@ CASE:
                                 prints what one process prints but the search line (text);
                                 --json --no-prune: the same top K, front and rejections, the
                                 same counts in the search figures, processes = NP, threads =
-                                NP x THREADS; --csv: the same lines (sorted); with pruning on,
+                                NP x THREADS; --csv: the same file, byte for byte; with pruning on,
                                 the same answer again. Every rank exits 0; the other ranks print
                                 nothing.
   nofit NP TUNE-ARGS...         nothing fits: every rank exits 2, rank 0 says what one process
                                 says, once.
   bad NP                        bad input under mpirun (an unknown option, a constraint no
                                 candidate meets, an unknown model, --gpus 0, an unwritable
-                                --csv): every rank exits 2, no hang, the message once.
+                                --csv): every rank exits 2, no hang, the message once; --csv
+                                /dev/full (a write that fails): every rank exits 3.
   nolibmpi TUNE-ARGS...         without mpirun, pipesched tune loads no libmpi (LD_DEBUG).
 
 Exit status 77 (skipped) when MPIRUN is "-" (mpirun not found at configure time).
@@ -117,13 +118,16 @@ def case_same(mpirun, pipesched, np, threads, args):
                     fail("--json: %s %s, one process %s" % (key, y[key], x[key]))
             if y["processes"] != np or y["threads"] != np * threads or x["processes"] != 1:
                 fail("--json: processes %s, threads %s" % (y["processes"], y["threads"]))
-        with open(csv1) as f:
-            lines1 = sorted(f.read().split("\n"))
-        with open(csvn) as f:
-            linesn = sorted(f.read().split("\n"))
-        if len(lines1) < 1000 or lines1 != linesn:
-            fail("--csv: %d lines against %d, or they differ" % (len(linesn), len(lines1)))
-        print("csv: %d lines alike" % len(lines1))
+        # Rank 0 writes the processes' lines as the search goes, in candidate order: the file
+        # of one process, byte for byte.
+        with open(csv1, "rb") as f:
+            text1 = f.read()
+        with open(csvn, "rb") as f:
+            textn = f.read()
+        if text1.count(b"\n") < 1000 or text1 != textn:
+            fail("--csv: %d lines against %d, or they differ" % (textn.count(b"\n"),
+                                                                 text1.count(b"\n")))
+        print("csv: %d lines alike, byte for byte" % text1.count(b"\n"))
         # Pruning on across the processes (the shared bound): the same answer.
         exits, pruned, err = under_mpirun(mpirun, pipesched, np, args + [
             "--threads", str(threads), "--json"])
@@ -164,6 +168,15 @@ def case_bad(mpirun, pipesched, np):
             fail("%s: said %d times:\n%s" % (message, err.count(message), err))
         if out.strip():
             fail("%s: something on standard output: %s" % (message, out))
+    # A write of the CSV that fails while the processes send their lines: every process
+    # exits 3 (none waits on rank 0), the failure said once.
+    if os.access("/dev/full", os.W_OK):
+        message = "writing /dev/full failed: No space left on device"
+        exits, out, err = under_mpirun(mpirun, pipesched, np, job + ["--csv", "/dev/full"])
+        if exits != [3] * np:
+            fail("--csv /dev/full: exit statuses %s:\n%s" % (exits, err))
+        if err.count(message) != 1:
+            fail("--csv /dev/full: said %d times:\n%s" % (err.count(message), err))
     print("PASS")
 
 
