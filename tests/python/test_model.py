@@ -130,6 +130,22 @@ class Tune(unittest.TestCase):
             self.assertEqual(t.stats[key], out["search"][key])
         self.assertTrue(all(r.knobs["schedule"] in ("1f1b", "zb-v") for r in t.top))
 
+    def test_tune_csv_matches_cli(self):
+        """Tune.csv (record_all, ps_tune_write_csv after the search) is the file that
+        tune --csv writes as the search goes, byte for byte (one thread: the same pruning),
+        over-memory rows and their peaks included."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "all.csv")
+            cli("tune", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", 8, "--gbs",
+                16, "--seq", 4096, "--top", 3, "--threads", 1, "--max", "pp=2", "--csv", path)
+            with open(path) as f:
+                want = f.read()
+        t = pipesched.tune("llama3-8b", "h100-sxm", gpus=8, gbs=16, seq=4096, top=3, threads=1,
+                           max={"pp": 2}, record_all=True)
+        self.assertEqual(t.csv, want)
+        self.assertEqual(want.count("\n"), t.stats["candidates"] + 1)
+        self.assertRegex(want, r",over-memory,\"[^\"]*\",,,,[0-9.]+\n")
+
     def test_tune_recompute_fit(self):
         """A recompute fit row carries its layer count, as the CLI's JSON does."""
         fix = "tp=4,pp=8,vpp=5,cp=1,mbs=1,schedule=interleaved,recompute=fit"
