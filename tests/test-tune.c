@@ -634,15 +634,18 @@ START_TEST(zb_auto_v)
     size_t v_rows = 0, compared = 0, faster = 0;
     for (int k = 0; k < 3; k++) {
         const ps_transformer *m = &models[k];
-        ps_tune_job j = small_job(1000);
+        ps_tune_job j = small_job(2000);
         double limit = hw.hbm_gib - j.mem_reserve_gib;
         ps_tune *t;
         ck_assert_int_eq(ps_tune_new(&t, NULL), 0);
-        static const int32_t fams[] = {4, 10}, vpp2[] = {2}; /* zb-v, zb-auto; the V */
+        /* zb-v and zb-auto on the V, micro-batches of 1 and 2, the distributed optimizer. */
+        static const int32_t fams[] = {4, 10}, vpp2[] = {2}, on[] = {1};
         ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_SCHEDULE, fams, 2), 0);
         ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_VPP, vpp2, 1), 0);
+        ck_assert_int_eq(ps_tune_allow(t, PS_KNOB_DISTOPT, on, 1), 0);
+        ck_assert_int_eq(ps_tune_max(t, PS_KNOB_MBS, 2), 0);
         ck_assert_int_eq(ps_tune_run(t, m, &hw, &j), 0);
-        ck_assert_uint_lt(ps_tune_top_count(t), 1000); /* every fitting row is here */
+        ck_assert_uint_lt(ps_tune_top_count(t), 2000); /* every fitting row is here */
         for (size_t i = 0; i < ps_tune_top_count(t); i++) {
             ps_tune_row r;
             ck_assert_int_eq(ps_tune_top(t, i, &r), 0);
