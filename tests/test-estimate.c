@@ -56,7 +56,7 @@ static ps_hardware small_hw(void)
     h.devices_per_node = 8, h.intra_gbps = 100, h.inter_gbps = 10;
     h.lat_intra_us = 1, h.lat_inter_us = 5;
     h.gemm_eff = 0.5, h.gemm_half_dim = 0, h.attn_eff = 0.25, h.mem_eff = 0.5;
-    h.bus_eff_intra = 1, h.bus_eff_inter = 1, h.overhead_gib = 2;
+    h.bus_eff_intra = 1, h.bus_eff_inter = 1, h.overhead_gib = 2, h.grouped_gemm_eff = 1;
     return h;
 }
 
@@ -437,6 +437,42 @@ START_TEST(estimate_moe_through_planner)
     t.vpp = 2;
     ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), 0);
     ps_plan_free(pl);
+    ps_estimate_free(e);
+}
+END_TEST
+
+/* The routed experts' grouped GEMM runs at grouped_gemm_eff of a dense GEMM's efficiency. A
+ * MoE layer's weight-gradient MLP entry is its experts' GEMMs alone, by hand: T = 1024 tokens,
+ * top-2 of 8 experts over ep 2, so each of a device's 4 experts has 1024.2.2/8 = 512 rows, and
+ * its SwiGLU GEMMs 2.512.1024.(2.512) + 2.512.512.1024 FLOPs, at 100 TFLOP/s x 0.5 x the
+ * figure. The dense layer's MLP and the attention do not change; 0 is refused by name. */
+START_TEST(estimate_moe_grouped_gemm)
+{
+    ps_transformer m = small_moe_model();
+    ps_hardware h = small_hw();
+    ps_train t = small_train();
+    t.gpus = 8, t.pp = 4, t.ep = 2, t.gbs = 16;
+    strcpy(t.schedule, "1f1b");
+    const double flops = 4 * (2.0 * 512 * 1024 * 1024 + 2.0 * 512 * 512 * 1024);
+    double dense = 0, attn = 0;
+    static const double grouped[] = {1, 0.4};
+    for (int i = 0; i < 2; i++) {
+        h.grouped_gemm_eff = grouped[i];
+        ps_estimate *e = run_ok(&m, &h, &t);
+        ps_moe_model mm;
+        ck_assert_int_eq(ps_problem_get_moe(ps_estimate_problem(e), &mm), 0);
+        near(mm.moe.t[PS_OP_MLP_DW], flops / (100e12 * 0.5 * grouped[i]));
+        if (i == 0)
+            dense = mm.dense.t[PS_OP_MLP_DW], attn = mm.moe.t[PS_OP_ATTN_DW];
+        near(mm.dense.t[PS_OP_MLP_DW], dense);
+        near(mm.moe.t[PS_OP_ATTN_DW], attn);
+        ps_estimate_free(e);
+    }
+    h.grouped_gemm_eff = 0;
+    ps_estimate *e;
+    ck_assert_int_eq(ps_estimate_new(&e, NULL), 0);
+    ck_assert_int_eq(ps_estimate_run(e, &m, &h, &t), PS_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(ps_estimate_last_error(e), "grouped_gemm_eff"));
     ps_estimate_free(e);
 }
 END_TEST
@@ -1079,6 +1115,7 @@ int main(void)
     suite_add_tcase(su, tc);
     tc = tcase_create("moe");
     tcase_add_test(tc, estimate_moe_through_planner);
+    tcase_add_test(tc, estimate_moe_grouped_gemm);
     tcase_add_test(tc, estimate_moe_fixed_time);
     tcase_add_loop_test(tc, estimate_zb_auto_memory_limit, 0, 2);
     tcase_add_test(tc, estimate_moe_recompute_layers);

@@ -416,7 +416,7 @@ static ps_hardware toy_hardware(void)
     hw.devices_per_node = 2;
     hw.intra_gbps = 100;
     hw.inter_gbps = 10;
-    hw.gemm_eff = hw.bus_eff_intra = hw.bus_eff_inter = 1;
+    hw.gemm_eff = hw.bus_eff_intra = hw.bus_eff_inter = hw.grouped_gemm_eff = 1;
     return hw;
 }
 

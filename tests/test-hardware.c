@@ -152,14 +152,14 @@ START_TEST(hardware_presets_generic_efficiency)
 {
     static const struct {
         const char *name;
-        double gemm, half, attn, intra, inter, moe;
-    } want[] = {{"a100-80g", 0.8775, 536, 0.065, 1, 0.5938, 0},
-                {"h100-sxm", 0.7, 200, 0.3, 0.98125, 1, 4062.5},
-                {"h800", 0.75, 128, 0.5, 0.8, 0.8, 0},
-                {"h200", 0.75, 128, 0.5, 0.8, 0.8, 0},
-                {"b200", 1, 1120, 0.19, 0.2, 0.45, 3000},
-                {"gb200", 0.98, 1728, 0.15, 0.4, 0.8, 1000},
-                {"ascend-910b", 0.75, 128, 0.5, 0.8, 0.8, 0}};
+        double gemm, half, attn, intra, inter, moe, grouped;
+    } want[] = {{"a100-80g", 0.8775, 536, 0.065, 1, 0.5938, 0, 1},
+                {"h100-sxm", 0.7, 200, 0.3, 0.98125, 1, 4062.5, 1},
+                {"h800", 0.75, 128, 0.5, 0.8, 0.8, 0, 1},
+                {"h200", 0.75, 128, 0.5, 0.8, 0.8, 0, 1},
+                {"b200", 1, 1120, 0.19, 0.2, 0.45, 3000, 1},
+                {"gb200", 0.98, 1728, 0.15, 0.4, 0.8, 1000, 1},
+                {"ascend-910b", 0.75, 128, 0.5, 0.8, 0.8, 0, 1}};
     ck_assert_ptr_null(ps_hardware_builtin_name(sizeof want / sizeof want[0]));
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         ps_hardware hw = preset(want[i].name);
@@ -171,6 +171,7 @@ START_TEST(hardware_presets_generic_efficiency)
         ck_assert_double_eq(hw.bus_eff_inter, want[i].inter);
         ck_assert_double_eq(hw.overhead_gib, 3);
         ck_assert_double_eq(hw.moe_layer_us, want[i].moe);
+        ck_assert_double_eq(hw.grouped_gemm_eff, want[i].grouped);
     }
 }
 END_TEST
@@ -504,7 +505,7 @@ START_TEST(hardware_doc_keys_load)
         char err[PS__ERRLEN] = "";
         ck_assert_msg(load(json, &hw, err, sizeof err) == 0, "%s: %s", key, err);
     }
-    ck_assert_uint_eq(rows, 2 + 17); /* base, name and the struct's 17 figures */
+    ck_assert_uint_eq(rows, 2 + 18); /* base, name and the struct's 18 figures */
     free(t.s);
 }
 END_TEST

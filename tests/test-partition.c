@@ -55,7 +55,7 @@ static ps_hardware toy_hw(void)
     h.devices_per_node = 8, h.intra_gbps = 100, h.inter_gbps = 10;
     h.lat_intra_us = 1, h.lat_inter_us = 5;
     h.gemm_eff = 0.5, h.gemm_half_dim = 0, h.attn_eff = 0.25, h.mem_eff = 0.5;
-    h.bus_eff_intra = 1, h.bus_eff_inter = 1, h.overhead_gib = 2;
+    h.bus_eff_intra = 1, h.bus_eff_inter = 1, h.overhead_gib = 2, h.grouped_gemm_eff = 1;
     return h;
 }
 

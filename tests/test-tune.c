@@ -59,6 +59,7 @@ static ps_hardware small_hw(void)
     h.lat_intra_us = 1, h.lat_inter_us = 5;
     h.gemm_eff = 0.5, h.gemm_half_dim = 0, h.attn_eff = 0.25, h.mem_eff = 0.5;
     h.bus_eff_intra = 1, h.bus_eff_inter = 1, h.overhead_gib = 0.5, h.moe_layer_us = 10;
+    h.grouped_gemm_eff = 1;
     return h;
 }
 

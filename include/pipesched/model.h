@@ -126,6 +126,8 @@ typedef struct ps_hardware {
     double moe_layer_us;  /* the host's floor (us) of a MoE layer's forward and of its
                              backward: a pass takes max(device work, floor); the routing's
                              host synchronisation and dispatch launches */
+    double grouped_gemm_eff; /* the MoE experts' grouped GEMM's efficiency as a fraction of a
+                                dense GEMM's of the same size, (0, 1] */
 } ps_hardware;
 
 /* The built-in preset named `name` (case-insensitive): 0 or PS_ENOTFOUND. */

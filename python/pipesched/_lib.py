@@ -264,7 +264,7 @@ class Hardware(Structure):
             (n, c_double)
             for n in (
                 "intra_gbps inter_gbps lat_intra_us lat_inter_us gemm_eff gemm_half_dim attn_eff "
-                "mem_eff bus_eff_intra bus_eff_inter overhead_gib moe_layer_us"
+                "mem_eff bus_eff_intra bus_eff_inter overhead_gib moe_layer_us grouped_gemm_eff"
             ).split()
         ]
     )

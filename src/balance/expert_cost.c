@@ -67,8 +67,10 @@ int ps_expert_layer_time_get(const ps_transformer *model, const ps_hardware *hw,
                                     D - 1);
             if (device_of[e] != d)
                 continue;
-            /* Forward, input gradient and weight gradient: three times the forward GEMMs. */
-            gemm += 3.0 * (ps__gemm_s(&u, load[e], h, up) + ps__gemm_s(&u, load[e], f, h));
+            /* Forward, input gradient and weight gradient: three times the forward GEMMs, at
+             * the grouped GEMM's efficiency (docs/model.md). */
+            gemm += 3.0 * (ps__gemm_s(&u, load[e], h, up) + ps__gemm_s(&u, load[e], f, h)) /
+                    hw->grouped_gemm_eff;
             tokens += load[e];
         }
         /* Dispatch and combine, in the forward and the backward: four transfers of the

@@ -109,7 +109,7 @@ void ps__layer_times(const ps__setup *u, int moe, ps__layer_s *o)
         /* Balanced routing: a device runs T.k/t token-expert pairs in all, over its E/ep
          * experts with f_e/etp columns each, so each expert's GEMM has T.k.ep.etp/(t.E) rows. */
         double rows = T * k * u->ep * u->etp / (t * E);
-        o->expert = E / u->ep * mlp_s(u, rows, fe, u->etp);
+        o->expert = E / u->ep * mlp_s(u, rows, fe, u->etp) / u->hw->grouped_gemm_eff;
         o->shared = fs > 0 ? mlp_s(u, T, fs, t) : 0.0;
     }
     /* Memory-bound kernels, bf16 bytes per token read and written in F: a norm (h in, h out)

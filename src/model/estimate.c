@@ -223,11 +223,11 @@ static int check_hardware(ps_estimate *e, const ps_hardware *hw, int prec)
                    peak);
     if (!(hw->peak_tflops_bf16 > 0))
         return CFG("hardware peak_tflops_bf16 must be > 0; got %g", hw->peak_tflops_bf16);
-    const double eff[] = {hw->gemm_eff, hw->attn_eff, hw->mem_eff, hw->bus_eff_intra,
-                          hw->bus_eff_inter};
-    static const char *const names[] = {"gemm_eff", "attn_eff", "mem_eff", "bus_eff_intra",
-                                        "bus_eff_inter"};
-    for (int i = 0; i < 5; i++)
+    const double eff[] = {hw->gemm_eff,      hw->attn_eff,      hw->mem_eff,
+                          hw->bus_eff_intra, hw->bus_eff_inter, hw->grouped_gemm_eff};
+    static const char *const names[] = {"gemm_eff",      "attn_eff",      "mem_eff",
+                                        "bus_eff_intra", "bus_eff_inter", "grouped_gemm_eff"};
+    for (int i = 0; i < 6; i++)
         if (!(eff[i] > 0 && eff[i] <= 1))
             return CFG("hardware %s must be in (0, 1]; got %g", names[i], eff[i]);
     if (!(hw->hbm_gbps > 0) || !(hw->intra_gbps > 0) || !(hw->inter_gbps > 0))

@@ -37,7 +37,7 @@
  */
 #define GENERIC_EFFICIENCY                                                                         \
     .gemm_eff = 0.75, .gemm_half_dim = 128, .attn_eff = 0.5, .mem_eff = 0.8, .bus_eff_intra = 0.8, \
-    .bus_eff_inter = 0.8, .overhead_gib = 3, .moe_layer_us = 0
+    .bus_eff_inter = 0.8, .overhead_gib = 3, .moe_layer_us = 0, .grouped_gemm_eff = 1
 
 static const ps_hardware generic = {.name = "custom", GENERIC_EFFICIENCY};
 
@@ -45,13 +45,14 @@ static const ps_hardware generic = {.name = "custom", GENERIC_EFFICIENCY};
  * shared/reference/steptimes (bench/README.md, "Calibration of the performance model"; fit of
  * 2026-12-01, minimum mean absolute percentage error over that device's rows). They are
  * effective figures: where the model lacks a term (vTrain's unfused attention, all-to-all
- * efficiency apart from ring collectives', grouped-GEMM efficiency, software releases) the fit
+ * efficiency apart from ring collectives', software releases) the fit
  * absorbs it, so attn_eff and the bus efficiencies are far from what a kernel or NCCL benchmark
  * would show. moe_layer_us is fitted where the device has MoE rows (H100, B200, GB200). mem_eff
  * and overhead_gib stay generic (not fitted). */
-#define CALIBRATED(gemm, attn, half, intra, inter, moe)                                            \
+#define CALIBRATED(gemm, attn, half, intra, inter, moe, grouped)                                   \
     .gemm_eff = gemm, .gemm_half_dim = half, .attn_eff = attn, .mem_eff = 0.8,                     \
-    .bus_eff_intra = intra, .bus_eff_inter = inter, .overhead_gib = 3, .moe_layer_us = moe
+    .bus_eff_intra = intra, .bus_eff_inter = inter, .overhead_gib = 3, .moe_layer_us = moe,        \
+    .grouped_gemm_eff = grouped
 
 /* ---- the presets ------------------------------------------------------------------------------
  *
@@ -72,7 +73,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 25,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.8775, 0.065, 536, 1, 0.5938, 0)},
+     CALIBRATED(0.8775, 0.065, 536, 1, 0.5938, 0, 1)},
     {.name = "h100-sxm",
      .peak_tflops_bf16 = 989,
      .peak_tflops_fp8 = 1979,
@@ -83,7 +84,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.7, 0.3, 200, 0.98125, 1, 4062.5)},
+     CALIBRATED(0.7, 0.3, 200, 0.98125, 1, 4062.5, 1)},
     /* H100 with NVLink cut to 400 GB/s both ways (export version). */
     {.name = "h800",
      .peak_tflops_bf16 = 989,
@@ -118,7 +119,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(1, 0.19, 1120, 0.2, 0.45, 3000)},
+     CALIBRATED(1, 0.19, 1120, 0.2, 0.45, 3000, 1)},
     /* GB200 NVL72: the rack figures divided by its 72 GPUs; the "node" is the NVLink domain. */
     {.name = "gb200",
      .peak_tflops_bf16 = 2500,
@@ -130,7 +131,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.98, 0.15, 1728, 0.4, 0.8, 1000)},
+     CALIBRATED(0.98, 0.15, 1728, 0.4, 0.8, 1000, 1)},
     /* Atlas 800T A2: 8 NPUs joined by HCCS, one 200 Gb/s RoCE port each. FP16 peak, no FP8. */
     {.name = "ascend-910b",
      .peak_tflops_bf16 = 320,
@@ -205,6 +206,8 @@ static const hw_key keys[] = {
     {F64(moe_layer_us), .kind = KEY_EFFICIENCY, .lo = 0, .hi = 1e6,
      .doc = "the host's floor of a MoE layer's forward and of its backward, µs (routing's host "
             "synchronisation, dispatch launches)"},
+    {F64(grouped_gemm_eff), .kind = KEY_EFFICIENCY, FRACTION,
+     .doc = "the MoE experts' grouped GEMM's efficiency as a fraction of a dense GEMM's"},
 };
 
 #define N_KEYS (sizeof keys / sizeof keys[0])

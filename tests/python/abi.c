@@ -80,6 +80,7 @@ static void model(void)
     F(ps_hardware, gemm_half_dim), F(ps_hardware, attn_eff), F(ps_hardware, mem_eff);
     F(ps_hardware, bus_eff_intra), F(ps_hardware, bus_eff_inter);
     F(ps_hardware, overhead_gib), F(ps_hardware, moe_layer_us);
+    F(ps_hardware, grouped_gemm_eff);
     S(ps_train), F(ps_train, gpus), F(ps_train, gpus_per_node), F(ps_train, tp);
     F(ps_train, pp), F(ps_train, vpp), F(ps_train, cp), F(ps_train, ep), F(ps_train, etp);
     F(ps_train, sequence_parallel), F(ps_train, gbs), F(ps_train, mbs), F(ps_train, seq);
