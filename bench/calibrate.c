@@ -18,8 +18,9 @@
  *      every row predicted with them.
  * The fit minimises the mean absolute percentage error over the rows of one pool with a grid
  * over (gemm_eff, attn_eff, bus_eff_intra, moe_layer_us), then coordinate descent over the
- * compute figures the pool shares (gemm_eff, attn_eff, gemm_half_dim) and each hardware's
- * system figures (bus_eff_intra, bus_eff_inter, moe_layer_us). Everything is deterministic.
+ * compute figures the pool shares (gemm_eff, attn_eff, gemm_half_dim, grouped_gemm_eff) and
+ * each hardware's system figures (bus_eff_intra, bus_eff_inter, moe_layer_us); attn_eff is
+ * floored at 0.3 where every row ran a fused attention kernel. Everything is deterministic.
  *
  * --speed times ps_estimate_run() on two reference setups, cold (nothing kept from the run
  * before), warm (the same inputs again) and with two shapes in turn (bench/README.md).
@@ -476,11 +477,12 @@ static void find_same(row *rows, int n)
 /* ---- prediction and the fit ------------------------------------------------------------------ */
 
 /* The fitted figures. */
-enum { P_GEMM, P_ATTN, P_HALF, P_INTRA, P_INTER, P_MOE, N_PARAMS };
-static const char *const param_names[N_PARAMS] = {"gemm_eff",      "attn_eff",      "gemm_half_dim",
-                                                  "bus_eff_intra", "bus_eff_inter", "moe_layer_us"};
-static const double param_lo[N_PARAMS] = {0.05, 0.05, 0, 0.05, 0.05, 0};
-static const double param_hi[N_PARAMS] = {1, 1, 2048, 1, 1, 20000};
+enum { P_GEMM, P_ATTN, P_HALF, P_INTRA, P_INTER, P_MOE, P_GROUPED, N_PARAMS };
+static const char *const param_names[N_PARAMS] = {
+    "gemm_eff",      "attn_eff",     "gemm_half_dim",   "bus_eff_intra",
+    "bus_eff_inter", "moe_layer_us", "grouped_gemm_eff"};
+static const double param_lo[N_PARAMS] = {0.05, 0.05, 0, 0.05, 0.05, 0, 0.05};
+static const double param_hi[N_PARAMS] = {1, 1, 2048, 1, 1, 20000, 1};
 
 static void set_params(ps_hardware *hw, const double *p)
 {
@@ -490,22 +492,23 @@ static void set_params(ps_hardware *hw, const double *p)
     hw->bus_eff_intra = p[P_INTRA];
     hw->bus_eff_inter = p[P_INTER];
     hw->moe_layer_us = p[P_MOE];
+    hw->grouped_gemm_eff = p[P_GROUPED];
 }
 
 /* Every fit starts from the generic (uncalibrated) figures of src/model/hardware.c
  * (GENERIC_EFFICIENCY), never from a preset's: a preset was fitted on every row, so starting a
  * held-out fit there would leak the held-out model into it, and the report would depend on the
  * figures an earlier run committed. */
-static const double start[N_PARAMS] = {0.75, 0.5, 128, 0.8, 0.8, 0};
+static const double start[N_PARAMS] = {0.75, 0.5, 128, 0.8, 0.8, 0, 1};
 
 /*
  * Pools: hardware fitted together. By default each hardware is its own pool. With --pool,
  * B200 and GB200 (one Blackwell die, each at its own published peak) are one pool that shares
- * the compute figures (gemm_eff, attn_eff, gemm_half_dim); the figures of the system around
- * the chip stay per hardware: the links (bus_eff_intra, bus_eff_inter: 8-GPU NVLink and a NIC
- * per GPU against the NVL72 domain) and the host's MoE floor (moe_layer_us: x86 hosts against
- * Grace). A pool's figure vector holds the six figures of its first member, then the three
- * system figures of each further member. A pool without members is skipped.
+ * the compute figures (gemm_eff, attn_eff, gemm_half_dim, grouped_gemm_eff); the figures of the
+ * system around the chip stay per hardware: the links (bus_eff_intra, bus_eff_inter: 8-GPU
+ * NVLink and a NIC per GPU against the NVL72 domain) and the host's MoE floor (moe_layer_us:
+ * x86 hosts against Grace). A pool's figure vector holds the seven figures of its first member,
+ * then the three system figures of each further member. A pool without members is skipped.
  */
 static int pool_of[N_HW] = {0, 1, 2, 3};
 #define N_POOLS N_HW
@@ -548,13 +551,13 @@ static int pool_params(int pool)
     return n;
 }
 
-/* Which of the six figures the k-th figure of a pool's vector is. */
+/* Which of the seven figures the k-th figure of a pool's vector is. */
 static int base_param(int k)
 {
     return k < N_PARAMS ? k : sys_params[(k - N_PARAMS) % N_SYS];
 }
 
-/* The six figures of hardware h out of its pool's vector pp. */
+/* The seven figures of hardware h out of its pool's vector pp. */
 static void member_params(const double *pp, int h, double *p)
 {
     memcpy(p, pp, N_PARAMS * sizeof *p);
@@ -580,6 +583,7 @@ static void get_params(const ps_hardware *hw, double *p)
     p[P_INTRA] = hw->bus_eff_intra;
     p[P_INTER] = hw->bus_eff_inter;
     p[P_MOE] = hw->moe_layer_us;
+    p[P_GROUPED] = hw->grouped_gemm_eff;
 }
 
 static ps_estimate *est;
@@ -651,13 +655,32 @@ static double mape(const selection *s, const double *p)
     return k ? sum / k : INFINITY;
 }
 
+/* attn_eff's floor in a pool whose rows all ran a fused attention kernel: every source but
+ * vTrain (Megatron-Bridge and DGXC run Transformer Engine's flash attention). Published fused
+ * kernels reach 50-73% of A100's peak (FlashAttention-2, Dao 2023), about 35% of H100's
+ * (FlashAttention-2 there) and up to 75% (FlashAttention-3, Shah et al. 2024); 0.3 is below
+ * all of them. Without it the fits find attn_eff where the rows cannot pin it (bench/README.md:
+ * attention is small in every model of a device but one, which then pays for it). vTrain's
+ * rows (Megatron-DeepSpeed's unfused attention) keep the plain bound. */
+#define ATTN_FUSED_LO 0.3
+
+static double attn_lo(const selection *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        const row *w = &s->rows[i];
+        if (w->hw >= 0 && pool_of[w->hw] == s->pool && strcmp(w->source, "vtrain_multi") == 0)
+            return param_lo[P_ATTN];
+    }
+    return ATTN_FUSED_LO;
+}
+
 /* Coordinate descent from p over every figure, with steps that halve when no move helps:
  * p in the start (whose MAPE is *best), out the fit. */
 static void descend(const selection *s, double *p, double *best)
 {
-    static const double step0[N_PARAMS] = {0.04, 0.08, 128, 0.1, 0.1, 1000};
+    static const double step0[N_PARAMS] = {0.04, 0.08, 128, 0.1, 0.1, 1000, 0.1};
     int np = pool_params(s->pool);
-    double q[MAX_P], step[MAX_P];
+    double q[MAX_P], step[MAX_P], a_lo = attn_lo(s);
     for (int k = 0; k < np; k++)
         step[k] = step0[base_param(k)];
     for (int pass = 0; pass < 16; pass++) {
@@ -666,7 +689,8 @@ static void descend(const selection *s, double *p, double *best)
             for (int dir = -1; dir <= 1; dir += 2) {
                 int b = base_param(k);
                 memcpy(q, p, (size_t)np * sizeof *q);
-                q[k] = fmin(param_hi[b], fmax(param_lo[b], p[k] + dir * step[k]));
+                double lo = b == P_ATTN ? a_lo : param_lo[b];
+                q[k] = fmin(param_hi[b], fmax(lo, p[k] + dir * step[k]));
                 if (q[k] == p[k])
                     continue;
                 double e = mape(s, q);
@@ -704,6 +728,7 @@ static double fit(const selection *s, double *p)
         dropless |=
             selected(s, &s->rows[i]) && s->rows[i].m.experts > 0 && !s->rows[i].t.moe_token_drop;
     int n_moe = dropless ? 3 : 1, np = pool_params(s->pool);
+    double a_lo = attn_lo(s);
     double top[N_STARTS][MAX_P], top_e[N_STARTS];
     for (int k = 0; k < N_STARTS; k++)
         top_e[k] = INFINITY;
@@ -713,7 +738,7 @@ static double fit(const selection *s, double *p)
         for (int ia = 0; ia < 4; ia++)
             for (int ii = 0; ii < 3; ii++)
                 for (int im = 0; im < n_moe; im++) {
-                    q[P_GEMM] = gemm[ig], q[P_ATTN] = attn[ia];
+                    q[P_GEMM] = gemm[ig], q[P_ATTN] = fmax(attn[ia], a_lo);
                     for (int k = 0; k < np; k++) /* every member's link and host alike */
                         if (base_param(k) == P_INTRA || base_param(k) == P_MOE)
                             q[k] = base_param(k) == P_INTRA ? intra[ii] : moe[im];
@@ -969,8 +994,8 @@ static int calibrate(const char *path, int do_fit)
                     continue;
                 member_params(p, h, q);
                 printf("           %-8s gemm %.3f attn %.3f half %.0f intra %.3f inter %.3f "
-                       "moe %.0f us\n",
-                       gpu_map[h].gpu, q[0], q[1], q[2], q[3], q[4], q[5]);
+                       "moe %.0f us grouped %.3f\n",
+                       gpu_map[h].gpu, q[0], q[1], q[2], q[3], q[4], q[5], q[6]);
             }
             for (int i = 0; i < n; i++)
                 if (selected(&test, &rows[i]))
