@@ -609,8 +609,7 @@ static int set_stage_tables(ps_estimate *e, const ps__setup *u)
     return 0;
 }
 
-static void rank_params(ps_estimate *e, const ps__setup *u, const int32_t *srank, int32_t r,
-                        double *pd, double *pe);
+static void rank_params_all(ps_estimate *e, const ps__setup *u, const int32_t *srank);
 static double working_set(const ps__setup *u, const derived *d);
 
 /*
@@ -629,9 +628,9 @@ static double zb_auto_limit(ps_estimate *e, const ps__setup *u, const derived *d
         srank[st] = u->vpp == 2 && st >= p ? 2 * p - 1 - st : st % p;
     double dd = (double)u->dp * u->cp, edp = dd * u->tp / (u->ep * u->etp);
     double ws = working_set(u, d), least = INFINITY;
+    rank_params_all(e, u, srank);
     for (int32_t r = 0; r < p; r++) {
-        double pd, pe;
-        rank_params(e, u, srank, r, &pd, &pe);
+        double pd = e->rpd[r], pe = e->rpe[r];
         double held = u->tr->distributed_optimizer ? pd / dd + pe / edp : pd + pe;
         double left =
             (u->hw->hbm_gib - u->hw->overhead_gib) * GIB - 6.0 * (pd + pe) - 12.0 * held - ws;
@@ -815,42 +814,9 @@ typedef struct rank_fig {
     double end, busy, tp, cp, dp, opt, pd, pe;
 } rank_fig;
 
-/* Parameters (dense / expert, sharded) of rank r's stages; srank[st]: the rank of stage st. */
-static void rank_params(ps_estimate *e, const ps__setup *u, const int32_t *srank, int32_t r,
-                        double *pd, double *pe)
-{
-    const ps_transformer *m = u->m;
-    double dl, el, dm, em;
-    ps__layer_params(m, 0, &dl, &el);
-    ps__layer_params(m, 1, &dm, &em);
-    double emb = (double)m->vocab * m->hidden / u->tp;
-    int has_emb = 0;
-    for (int32_t st = 0; st < u->stages; st++)
-        if (srank[st] == r && e->sl[st % u->model_stages].embedding)
-            has_emb = 1;
-    *pd = *pe = 0.0;
-    for (int32_t st = 0; st < u->stages; st++) {
-        if (srank[st] != r)
-            continue;
-        const ps_stage_layers *sl = &e->sl[st % u->model_stages];
-        for (int32_t k = 0; k < sl->layers; k++) {
-            int moe = ps__is_moe_layer(m, sl->first_layer + k);
-            *pd += (moe ? dm : dl) / u->tp;
-            *pe += moe ? em / ((double)u->ep * u->etp) : 0.0;
-        }
-        if (sl->embedding)
-            *pd += emb;
-        if (sl->loss) {
-            *pd += m->hidden / (double)u->tp; /* final norm */
-            if (!(m->tied_embeddings && has_emb))
-                *pd += emb;
-        }
-    }
-}
-
-/* rank_params of every rank at once, into e->rpd and e->rpe: one pass over the stages instead
- * of one per rank. Each rank's sums take the same terms in the same order (its stages in
- * increasing order, their layers in order), so they are rank_params's bit for bit. */
+/* The dense and expert parameters every rank holds, into e->rpd and e->rpe (srank: each
+ * stage's rank), in one pass over the stages; each rank's sums take its stages in increasing
+ * order and their layers in order. */
 static void rank_params_all(ps_estimate *e, const ps__setup *u, const int32_t *srank)
 {
     const ps_transformer *m = u->m;
@@ -949,7 +915,7 @@ static void rank_figures(ps_estimate *e, const ps__setup *u, int32_t r, rank_fig
     for (int32_t st = 0; st < u->stages; st++)
         if (ps_schedule_stage_rank(e->s, st) == r && e->wg_end[st] < t0)
             t0 = e->wg_end[st];
-    rank_params(e, u, e->s->stage_rank, r, &o->pd, &o->pe);
+    o->pd = e->rpd[r], o->pe = e->rpe[r]; /* rank_params_all, before the ranks' loop */
     double grads, gather;
     rank_tail(u, o->pd, o->pe, &grads, &gather, &o->opt);
     if (u->tr->overlap_grad_reduce) {
@@ -1006,6 +972,7 @@ static int results(ps_estimate *e, const ps__setup *u, const derived *d, double 
     int32_t crit = 0;
     res->fits = 1;
     res->peak_gib = -1;
+    rank_params_all(e, u, e->s->stage_rank);
     for (int32_t r = 0; r < u->pp; r++) {
         rank_fig f;
         rank_figures(e, u, r, &f);
