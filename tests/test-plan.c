@@ -262,7 +262,7 @@ START_TEST(plan_resume_matches_full_timing)
         double d0 = ps__list_sched_record(pl);
         ck_assert(d0 > 0);
         const double limits[2] = {INFINITY, d0 * 1.01};
-        int compared = 0, completed = 0;
+        int compared = 0, completed = 0, shortcut = 0;
         for (int s = 0; s < 2; s++)
             for (size_t a = 0; a < pl->len[s]; a++)
                 for (size_t b = 0; b < pl->len[s]; b++)
@@ -276,7 +276,12 @@ START_TEST(plan_resume_matches_full_timing)
                         double full = ps__list_sched_time(pl, 0, limits[l]);
                         memcpy(st, pl->st, nn * sizeof *st);
                         memcpy(en, pl->en, nn * sizeof *en);
-                        double part = ps__list_sched_resume(pl, s, a < b ? a : b, limits[l]);
+                        size_t t0 = pl->timed;
+                        double part = ps__list_sched_resume(pl, s, a < b ? a : b,
+                                                            (a < b ? b : a) + 1, limits[l]);
+                        /* a timing that meets the recorded one again stops there */
+                        const ps__plan_state *c = &pl->cp[s][a < b ? a : b];
+                        shortcut += full >= 0 && pl->timed - t0 < pl->nn - c->i[0] - c->i[1];
                         ck_assert_msg(part == full, "stream %d, %zu to %zu: %g vs %g", s, a, b,
                                       part, full);
                         if (full >= 0) {
@@ -288,6 +293,7 @@ START_TEST(plan_resume_matches_full_timing)
                         memcpy(o, pl->best[s], pl->len[s] * sizeof(int32_t));
                     }
         ck_assert(compared > 200 && completed > 50);
+        ck_assert_msg(shortcut > 0, "no timing met the recorded one again");
         free(st);
         free(en);
         ps_plan_free(pl);

@@ -31,6 +31,11 @@
 #include <string.h>
 
 #define PRIO_TOL 1e-12
+/* How far a lower bound on the makespan must pass the limit to stop a timing, relative to the
+ * limit (at least 1): the bound and the clock are sums of the same durations in another
+ * order, so they differ by rounding, at most a few operations' count times 1e-16 of the
+ * makespan; this margin is 1e6 times more. */
+#define CUT_MARGIN 1e-10
 
 /* 1 when node k's predecessors have ended (and its extra edge, with use_x). */
 static inline int ready(const ps_plan *pl, int32_t k, int use_x)
@@ -205,14 +210,28 @@ static void picker_rest(picker *w, int32_t *o[2], const size_t i[2], const size_
 /*
  * Times of the orders o[0] (compute) and o[1] (communication) into st/en. Returns the
  * makespan, -1 when the orders contradict the dependencies (both streams wait and work is
- * left), or -2 as soon as the clock passes limit (the makespan can only be larger; st/en are
- * then partly written). With a picker w, the orders are built instead (picker_take(); use_x
- * is 0 then).
+ * left), or -2 as soon as the makespan is known to pass limit (st/en are then partly
+ * written). Known: the clock has passed it, or a stream's work left, run back to back from
+ * now, would end past it (each stream runs one operation at a time, and compute runs no
+ * faster than its unstretched durations); that bound passing limit by CUT_MARGIN is what
+ * counts, so rounding cannot stop a timing whose makespan would not pass limit. The bound
+ * stops most moves of the local search (search.c) soon after they part from the best orders
+ * instead of at its end, where the clock passes the best. With a picker w, the orders are
+ * built instead (picker_take(); use_x is 0 then).
  *
  * With record, the state at the start of the first turn at which each stream stands idle at
  * each place is kept in cp, and the finishing operations in fin_order. With from, the timing
  * starts in that state instead of at 0: the finished operations are the first from->nfin of
  * fin_order, and the times so far those of the recorded timing (cst, cen).
+ *
+ * With from, the orders equal the recorded ones except in places [from's place, sync_p) of
+ * stream sync_s (a move of the local search permutes them). Once stream sync_s is past them,
+ * the same operations have finished in both timings whenever both have reached the same
+ * places; when the state of a turn then equals the recorded state at the same places (clock,
+ * running operations, their work left or end), everything after is the recorded timing's, bit
+ * for bit: the machine is deterministic, and st/en of what has not started yet still hold
+ * the recorded times (copied in at the start). The timing stops there and returns the
+ * recorded makespan, which is what it would have reached.
  *
  * cur[s] is the operation stream s runs (-1: idle) and i[s] its place in the order; rem is
  * the unstretched work left of the compute operation, end1 the end of the communication one.
@@ -221,21 +240,26 @@ static void picker_rest(picker *w, int32_t *o[2], const size_t i[2], const size_
  * stack and small steps measured about 5% slower.
  */
 static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, picker *w,
-                  double limit, int record, const ps__plan_state *from)
+                  double limit, int record, const ps__plan_state *from, int sync_s, size_t sync_p)
 {
     const double slow = 1.0 + pl->slowdown;
     size_t i[2] = {0, 0}, nfin = 0, next[2] = {0, 0};
     int32_t cur[2] = {-1, -1};
-    double rem = 0, end1 = 0, t = 0, makespan = 0;
+    double rem = 0, end1 = 0, t = 0, makespan = 0, wait[2] = {0, 0};
+    const double cut = limit + CUT_MARGIN * (limit > 1 ? limit : 1);
     memset(pl->fin, 0, pl->nn);
     if (from) {
         t = from->t, rem = from->rem, end1 = from->end1, makespan = from->makespan;
         for (int s = 0; s < 2; s++)
-            cur[s] = from->cur[s], i[s] = from->i[s];
+            cur[s] = from->cur[s], i[s] = from->i[s], wait[s] = from->wait[s];
         for (size_t q = 0; q < from->nfin; q++)
             pl->fin[pl->fin_order[q]] = 1;
         memcpy(pl->st, pl->cst, pl->nn * sizeof(double));
         memcpy(pl->en, pl->cen, pl->nn * sizeof(double));
+    } else {
+        for (int s = 0; s < 2; s++)
+            for (size_t q = 0; q < len[s]; q++)
+                wait[s] += pl->n[o[s][q]].dur;
     }
     const size_t i0 = i[0] + i[1];
     for (;;) {
@@ -244,9 +268,22 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, pi
                 if (cur[s] < 0 && i[s] < len[s] && i[s] == next[s]) {
                     ps__plan_state *c = &pl->cp[s][next[s]++];
                     c->t = t, c->rem = rem, c->end1 = end1, c->makespan = makespan;
+                    c->wait[0] = wait[0], c->wait[1] = wait[1];
                     c->cur[0] = cur[0], c->cur[1] = cur[1], c->i[0] = i[0], c->i[1] = i[1];
                     c->nfin = nfin;
                 }
+        if (from && i[sync_s] >= sync_p)
+            for (int s = 0; s < 2; s++) {
+                if (cur[s] >= 0 || i[s] >= len[s])
+                    continue;
+                const ps__plan_state *c = &pl->cp[s][i[s]];
+                if (c->t == t && c->i[0] == i[0] && c->i[1] == i[1] && c->cur[0] == cur[0] &&
+                    c->cur[1] == cur[1] && (cur[0] < 0 || c->rem == rem) &&
+                    (cur[1] < 0 || c->end1 == end1)) {
+                    pl->timed += i[0] + i[1] - i0;
+                    return pl->rec_makespan;
+                }
+            }
         /* Start the next operation of every idle stream whose next operation is ready. */
         for (int s = 0; s < 2; s++) {
             if (cur[s] >= 0 || i[s] >= len[s])
@@ -260,6 +297,7 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, pi
             int32_t k = o[s][i[s]];
             cur[s] = k;
             pl->st[k] = t;
+            wait[s] -= pl->n[k].dur;
             if (s == 0)
                 rem = pl->n[k].dur;
             else
@@ -304,7 +342,8 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, pi
         }
         if (t > makespan)
             makespan = t;
-        if (makespan > limit) {
+        if (makespan > limit || t + wait[0] + (cur[0] >= 0 ? rem : 0) > cut ||
+            (cur[1] >= 0 ? end1 : t) + wait[1] > cut) {
             pl->timed += i[0] + i[1] - i0;
             return -2.0;
         }
@@ -313,25 +352,26 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, pi
 
 double ps__list_sched_time(ps_plan *pl, int use_x, double limit)
 {
-    return run(pl, pl->ord, pl->len, use_x, NULL, limit, 0, NULL);
+    return run(pl, pl->ord, pl->len, use_x, NULL, limit, 0, NULL, 0, 0);
 }
 
 double ps__list_sched_record(ps_plan *pl)
 {
-    double d = run(pl, pl->ord, pl->len, 0, NULL, INFINITY, 1, NULL);
+    double d = run(pl, pl->ord, pl->len, 0, NULL, INFINITY, 1, NULL, 0, 0);
+    pl->rec_makespan = d;
     memcpy(pl->cst, pl->st, pl->nn * sizeof(double));
     memcpy(pl->cen, pl->en, pl->nn * sizeof(double));
     return d;
 }
 
-double ps__list_sched_resume(ps_plan *pl, int s, size_t p0, double limit)
+double ps__list_sched_resume(ps_plan *pl, int s, size_t p0, size_t p1, double limit)
 {
-    return run(pl, pl->ord, pl->len, 0, NULL, limit, 0, &pl->cp[s][p0]);
+    return run(pl, pl->ord, pl->len, 0, NULL, limit, 0, &pl->cp[s][p0], s, p1);
 }
 
 double ps__list_sched_build(ps_plan *pl, int prefer_feed)
 {
     picker w;
     picker_init(pl, &w, pl->ord, pl->len, prefer_feed);
-    return run(pl, pl->ord, pl->len, 0, &w, INFINITY, 0, NULL);
+    return run(pl, pl->ord, pl->len, 0, &w, INFINITY, 0, NULL, 0, 0);
 }

@@ -40,9 +40,10 @@ typedef struct ps__plan_node {
 
 /* The two-stream machine's state at the start of one turn of its loop (list_sched.c): the
  * clock, the compute work left and the communication end, the makespan so far, each stream's
- * running operation and place in its order, and how many operations had finished. */
+ * work not started yet (the sum of its waiting operations' durations), each stream's running
+ * operation and place in its order, and how many operations had finished. */
 typedef struct ps__plan_state {
-    double t, rem, end1, makespan;
+    double t, rem, end1, makespan, wait[2];
     int32_t cur[2];
     size_t i[2], nfin;
 } ps__plan_state;
@@ -71,6 +72,7 @@ struct ps_plan {
     ps__plan_state *cp[2];
     int32_t *fin_order;
     double *cst, *cen;
+    double rec_makespan; /* the makespan of the recorded timing */
     /* The list scheduler's workspace (list_sched.c): 9 ncap + 1 int32 (priority classes,
      * places, predecessor counts, streams, the two heaps, successor lists) and ncap
      * priorities to sort. */
@@ -118,10 +120,11 @@ double ps__list_sched_time(ps_plan *pl, int use_x, double limit);
 /* Times the working orders, which must be the best ones, like ps__list_sched_time without a
  * limit, and records the checkpoints that ps__list_sched_resume starts from. */
 double ps__list_sched_record(ps_plan *pl);
-/* ps__list_sched_time of working orders that equal the recorded ones except from place p0 of
- * stream s on: the timing starts from the checkpoint where they part, with the same result
- * bit for bit (the machine is deterministic and its state there is the same). */
-double ps__list_sched_resume(ps_plan *pl, int s, size_t p0, double limit);
+/* ps__list_sched_time of working orders that equal the recorded ones except in places
+ * [p0, p1) of stream s: the timing starts from the checkpoint where they part, and stops
+ * where its state meets the recorded timing's again after them, with the same result bit for
+ * bit (the machine is deterministic and its state there is the same). */
+double ps__list_sched_resume(ps_plan *pl, int s, size_t p0, size_t p1, double limit);
 /* Reorders the working orders into a list schedule (whenever a stream is free it takes the
  * ready operation of highest priority; prefer_feed: operations feeding the communication
  * stream first) and times it. Returns the makespan, or -1 when it gets stuck. */

@@ -139,7 +139,7 @@ static int try_move(ps_plan *pl, int s, size_t a, size_t b, cand *best, int *rec
     cand before = *best;
     double limit = limit_of(best);
     consider(pl,
-             *rec ? ps__list_sched_resume(pl, s, a < b ? a : b, limit)
+             *rec ? ps__list_sched_resume(pl, s, a < b ? a : b, (a < b ? b : a) + 1, limit)
                   : ps__list_sched_time(pl, 0, limit),
              best);
     if (best->dur != before.dur || best->exp != before.exp) {
