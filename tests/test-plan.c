@@ -236,64 +236,114 @@ START_TEST(plan_adaptive_never_worse)
 }
 END_TEST
 
+/* Moves the operation at place a of stream s's working order to place b. */
+static void move_op(ps_plan *pl, int s, size_t a, size_t b)
+{
+    int32_t *o = pl->ord[s], k = o[a];
+    if (b < a)
+        memmove(&o[b + 1], &o[b], (a - b) * sizeof(int32_t));
+    else
+        memmove(&o[a], &o[a + 1], (b - a) * sizeof(int32_t));
+    o[b] = k;
+}
+
+/* 1 when the exposure of the working orders equals the best's plus its change over the places
+ * from checkpoint c to where the timing met the best's (ps__plan_exposure_part()). */
+static int exposure_change_ok(ps_plan *pl, const ps__plan_state *c)
+{
+    ps_plan_stats now, was;
+    ps__plan_exposure(pl, pl->ord, pl->len, pl->st, pl->en, &now);
+    ps__plan_exposure(pl, pl->best, pl->len, pl->bst, pl->ben, &was);
+    const size_t lo[2] = {c->i[0], c->i[1]};
+    double delta = ps__plan_exposure_part(pl, pl->ord, lo, pl->met_at, pl->st, pl->en) -
+                   ps__plan_exposure_part(pl, pl->best, lo, pl->met_at, pl->bst, pl->ben);
+    if (!(was.exposed > 0) || !(now.exposed > 0)) /* clamped at 0: no sum to compare */
+        return 0;
+    ck_assert_msg(fabs(now.exposed - (was.exposed + delta)) < 1e-12, "%.17g vs %.17g + %.17g",
+                  now.exposed, was.exposed, delta);
+    return 1;
+}
+
 /*
- * The local search times a move from the checkpoint where its orders part from the best ones.
- * For every move of every operation to every place of its stream (feasible or not), in a
- * fused pair of two 3-layer chunks with and without slowdown, resuming gives what timing from
- * the start gives: the same result (makespan, -1 stuck, -2 past the limit) and, when it
- * completes, the same times bit for bit.
+ * The local search times a move from the checkpoint where its orders part from the best ones,
+ * stops where its state meets the best's again, and between two records only undoes what the
+ * last resumed timing changed. For every move of every operation to every place of its
+ * stream (feasible or not), in a fused pair of two 3-layer chunks with and without slowdown and
+ * with longer all-to-alls, without and with a limit: first every move is timed from the start, then
+ * every move is resumed, one after the other with no other timing between them. Resuming gives what
+ * timing from the start gave: the same result (makespan, -1 stuck, -2 past the limit) and, when it
+ * completes, the same times bit for bit; some resumed timings stop early; and where they do,
+ * with all-to-alls long enough to be exposed, the exposure is the best's plus its change over
+ * the places where the two timings differ.
  */
 START_TEST(plan_resume_matches_full_timing)
 {
-    double t[PS_OP_LAYER_COUNT] = {0};
-    t[PS_OP_ATTN] = 1, t[PS_OP_MLP] = 2.5, t[PS_OP_SHARED] = 0.75, t[PS_OP_SHARED_DX] = 0.5;
+    double t[PS_OP_COUNT] = {0};
+    t[PS_OP_ATTN] = 1, t[PS_OP_MLP] = 2, t[PS_OP_SHARED] = 0.75, t[PS_OP_SHARED_DX] = 0.5;
     t[PS_OP_MLP_DX] = 2, t[PS_OP_MLP_DW] = 1.5, t[PS_OP_ATTN_DX] = 1.25, t[PS_OP_ATTN_DW] = 1;
     t[PS_OP_SHARED_DW] = 0.5, t[PS_OP_DISPATCH] = t[PS_OP_COMBINE] = 1.75;
     t[PS_OP_COMBINE_B] = t[PS_OP_DISPATCH_B] = 1.5, t[PS_OP_REDISPATCH] = 0.25;
-    for (int sd = 0; sd < 2; sd++) {
-        ps_problem *pb = moe_problem(t, 6, sd ? 0.3 : 0);
+    for (int v = 0; v < 3; v++) {
+        /* v 2: all-to-alls three times as long, so that the best plan exposes some */
+        double tv[PS_OP_COUNT];
+        for (int op = 0; op < PS_OP_COUNT; op++)
+            tv[op] = t[op] * (v == 2 && ps_op_is_comm(op) ? 3 : 1);
+        ps_problem *pb = moe_problem(tv, 6, v == 1 ? 0.3 : 0);
         ps_plan *pl;
         ck_assert_int_eq(ps_plan_new(&pl, NULL), 0);
         ck_assert_int_eq(ps_plan_step(pl, pb, PS_PLANNER_ADAPTIVE, 2, 0, PS_B, 1), 0);
-        size_t nn = pl->nn;
-        double *st = malloc(nn * sizeof *st), *en = malloc(nn * sizeof *en);
+        size_t nn = pl->nn, nmoves = 0;
+        for (int s = 0; s < 2; s++)
+            nmoves += 2 * pl->len[s] * pl->len[s];
+        double *res = malloc(nmoves * sizeof *res);
+        double *st = malloc(nmoves * nn * sizeof *st), *en = malloc(nmoves * nn * sizeof *en);
+        ck_assert(res && st && en);
         for (int k = 0; k < 2; k++)
             memcpy(pl->ord[k], pl->best[k], pl->len[k] * sizeof(int32_t));
         double d0 = ps__list_sched_record(pl);
         ck_assert(d0 > 0);
         const double limits[2] = {INFINITY, d0 * 1.01};
-        int compared = 0, completed = 0, shortcut = 0;
-        for (int s = 0; s < 2; s++)
-            for (size_t a = 0; a < pl->len[s]; a++)
-                for (size_t b = 0; b < pl->len[s]; b++)
-                    for (int l = 0; l < 2 && b != a; l++) {
-                        int32_t *o = pl->ord[s], k = o[a];
-                        if (b < a)
-                            memmove(&o[b + 1], &o[b], (a - b) * sizeof(int32_t));
-                        else
-                            memmove(&o[a], &o[a + 1], (b - a) * sizeof(int32_t));
-                        o[b] = k;
-                        double full = ps__list_sched_time(pl, 0, limits[l]);
-                        memcpy(st, pl->st, nn * sizeof *st);
-                        memcpy(en, pl->en, nn * sizeof *en);
-                        size_t t0 = pl->timed;
-                        double part = ps__list_sched_resume(pl, s, a < b ? a : b,
-                                                            (a < b ? b : a) + 1, limits[l]);
-                        /* a timing that meets the recorded one again stops there */
-                        const ps__plan_state *c = &pl->cp[s][a < b ? a : b];
-                        shortcut += full >= 0 && pl->timed - t0 < pl->nn - c->i[0] - c->i[1];
-                        ck_assert_msg(part == full, "stream %d, %zu to %zu: %g vs %g", s, a, b,
-                                      part, full);
-                        if (full >= 0) {
-                            ck_assert(!memcmp(st, pl->st, nn * sizeof *st));
-                            ck_assert(!memcmp(en, pl->en, nn * sizeof *en));
-                            completed++;
+        int compared = 0, completed = 0, shortcut = 0, met = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass == 1)
+                ck_assert(ps__list_sched_record(pl) == d0);
+            size_t mv = 0;
+            for (int s = 0; s < 2; s++)
+                for (size_t a = 0; a < pl->len[s]; a++)
+                    for (size_t b = 0; b < pl->len[s]; b++)
+                        for (int l = 0; l < 2 && b != a; l++, mv++) {
+                            move_op(pl, s, a, b);
+                            size_t p0 = a < b ? a : b, t0 = pl->timed;
+                            if (pass == 0) {
+                                res[mv] = ps__list_sched_time(pl, 0, limits[l]);
+                                memcpy(st + mv * nn, pl->st, nn * sizeof *st);
+                                memcpy(en + mv * nn, pl->en, nn * sizeof *en);
+                            } else {
+                                double part = ps__list_sched_resume(pl, s, p0, (a < b ? b : a) + 1,
+                                                                    limits[l]);
+                                double full = res[mv];
+                                ck_assert_msg(part == full, "stream %d, %zu to %zu: %g vs %g", s, a,
+                                              b, part, full);
+                                if (full >= 0) {
+                                    ck_assert(!memcmp(st + mv * nn, pl->st, nn * sizeof *st));
+                                    ck_assert(!memcmp(en + mv * nn, pl->en, nn * sizeof *en));
+                                    completed++;
+                                    /* a timing that meets the recorded one again stops there */
+                                    const ps__plan_state *c = &pl->cp[s][p0];
+                                    shortcut += pl->timed - t0 < nn - c->i[0] - c->i[1];
+                                    if (pl->met) /* the exposure changes only where they differ */
+                                        met += exposure_change_ok(pl, c);
+                                }
+                                compared++;
+                            }
+                            memcpy(pl->ord[s], pl->best[s], pl->len[s] * sizeof(int32_t));
                         }
-                        compared++;
-                        memcpy(o, pl->best[s], pl->len[s] * sizeof(int32_t));
-                    }
+        }
         ck_assert(compared > 200 && completed > 50);
         ck_assert_msg(shortcut > 0, "no timing met the recorded one again");
+        if (v == 2) /* every timing that met exposes some: its change was checked */
+            ck_assert(met > 0 && met == shortcut);
+        free(res);
         free(st);
         free(en);
         ps_plan_free(pl);

@@ -208,6 +208,37 @@ static void picker_rest(picker *w, int32_t *o[2], const size_t i[2], const size_
 }
 
 /*
+ * Puts st, en and fin in the recorded timing's state after its first nfin finished
+ * operations: the recorded times everywhere, the first nfin of fin_order finished. A resumed
+ * timing (run() with from) changes only what it starts and finishes, which it lists in
+ * dirty, so while nothing else has timed since (clean), undoing that list and moving the
+ * finished prefix from fin_upto to nfin costs what the last timing timed, not the step's
+ * size: the local search resumes thousands of times between two records.
+ */
+static void recorded_state(ps_plan *pl, size_t nfin)
+{
+    if (!pl->clean) {
+        memset(pl->fin, 0, pl->nn);
+        memcpy(pl->st, pl->cst, pl->nn * sizeof(double));
+        memcpy(pl->en, pl->cen, pl->nn * sizeof(double));
+        pl->fin_upto = 0;
+        pl->clean = 1;
+    } else {
+        for (size_t q = 0; q < pl->ndirty; q++) {
+            int32_t k = pl->dirty[q];
+            pl->st[k] = pl->cst[k];
+            pl->en[k] = pl->cen[k];
+            pl->fin[k] = 0;
+        }
+    }
+    pl->ndirty = 0;
+    while (pl->fin_upto < nfin)
+        pl->fin[pl->fin_order[pl->fin_upto++]] = 1;
+    while (pl->fin_upto > nfin)
+        pl->fin[pl->fin_order[--pl->fin_upto]] = 0;
+}
+
+/*
  * Times of the orders o[0] (compute) and o[1] (communication) into st/en. Returns the
  * makespan, -1 when the orders contradict the dependencies (both streams wait and work is
  * left), or -2 as soon as the makespan is known to pass limit (st/en are then partly
@@ -230,7 +261,7 @@ static void picker_rest(picker *w, int32_t *o[2], const size_t i[2], const size_
  * places; when the state of a turn then equals the recorded state at the same places (clock,
  * running operations, their work left or end), everything after is the recorded timing's, bit
  * for bit: the machine is deterministic, and st/en of what has not started yet still hold
- * the recorded times (copied in at the start). The timing stops there and returns the
+ * the recorded times (recorded_state()). The timing stops there and returns the
  * recorded makespan, which is what it would have reached.
  *
  * cur[s] is the operation stream s runs (-1: idle) and i[s] its place in the order; rem is
@@ -247,16 +278,18 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, pi
     int32_t cur[2] = {-1, -1};
     double rem = 0, end1 = 0, t = 0, makespan = 0, wait[2] = {0, 0};
     const double cut = limit + CUT_MARGIN * (limit > 1 ? limit : 1);
-    memset(pl->fin, 0, pl->nn);
+    pl->met = 0;
     if (from) {
         t = from->t, rem = from->rem, end1 = from->end1, makespan = from->makespan;
         for (int s = 0; s < 2; s++)
             cur[s] = from->cur[s], i[s] = from->i[s], wait[s] = from->wait[s];
-        for (size_t q = 0; q < from->nfin; q++)
-            pl->fin[pl->fin_order[q]] = 1;
-        memcpy(pl->st, pl->cst, pl->nn * sizeof(double));
-        memcpy(pl->en, pl->cen, pl->nn * sizeof(double));
+        recorded_state(pl, from->nfin);
+        for (int s = 0; s < 2; s++)
+            if (cur[s] >= 0)
+                pl->dirty[pl->ndirty++] = cur[s];
     } else {
+        memset(pl->fin, 0, pl->nn);
+        pl->clean = 0;
         for (int s = 0; s < 2; s++)
             for (size_t q = 0; q < len[s]; q++)
                 wait[s] += pl->n[o[s][q]].dur;
@@ -281,6 +314,9 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, pi
                     c->cur[1] == cur[1] && (cur[0] < 0 || c->rem == rem) &&
                     (cur[1] < 0 || c->end1 == end1)) {
                     pl->timed += i[0] + i[1] - i0;
+                    pl->met = 1;
+                    for (int r = 0; r < 2; r++)
+                        pl->met_at[r] = i[r] + (cur[r] >= 0);
                     return pl->rec_makespan;
                 }
             }
@@ -298,6 +334,8 @@ static double run(ps_plan *pl, int32_t *o[2], const size_t len[2], int use_x, pi
             cur[s] = k;
             pl->st[k] = t;
             wait[s] -= pl->n[k].dur;
+            if (from)
+                pl->dirty[pl->ndirty++] = k;
             if (s == 0)
                 rem = pl->n[k].dur;
             else
@@ -361,6 +399,12 @@ double ps__list_sched_record(ps_plan *pl)
     pl->rec_makespan = d;
     memcpy(pl->cst, pl->st, pl->nn * sizeof(double));
     memcpy(pl->cen, pl->en, pl->nn * sizeof(double));
+    /* fin now flags the operations that finished, the first fin_upto of fin_order */
+    pl->fin_upto = 0;
+    for (size_t k = 0; k < pl->nn; k++)
+        pl->fin_upto += pl->fin[k];
+    pl->ndirty = 0;
+    pl->clean = 1;
     return d;
 }
 

@@ -51,6 +51,8 @@ static void free_nodes(ps_plan *pl)
         pl->cp[k] = NULL;
     }
     ps__free(a, pl->fin_order, c, sizeof *pl->fin_order);
+    ps__free(a, pl->dirty, c, sizeof *pl->dirty);
+    pl->dirty = NULL;
     ps__free(a, pl->cst, c, sizeof(double));
     ps__free(a, pl->cen, c, sizeof(double));
     pl->fin_order = NULL;
@@ -111,6 +113,8 @@ static int reserve_nodes(ps_plan *pl, size_t n)
         ok = ok && pl->cp[k];
     }
     pl->fin_order = ps__alloc(a, c, sizeof *pl->fin_order);
+    pl->dirty = ps__alloc(a, c, sizeof *pl->dirty);
+    ok = ok && pl->dirty;
     pl->cst = ps__alloc(a, c, sizeof(double));
     pl->cen = ps__alloc(a, c, sizeof(double));
     ok = ok && pl->fin_order && pl->cst && pl->cen;
@@ -186,6 +190,29 @@ void ps__plan_exposure(const ps_plan *pl, int32_t *const o[2], const size_t len[
     out->p2p_exposed = p2p_exp > 0 ? p2p_exp : 0;
 }
 
+double ps__plan_exposure_part(const ps_plan *pl, int32_t *const o[2], const size_t lo[2],
+                              const size_t hi[2], const double *st, const double *en)
+{
+    double exposed = 0;
+    size_t j = lo[0];
+    for (size_t q = lo[1]; q < hi[1]; q++) {
+        int32_t k = o[1][q];
+        if (pl->n[k].op == PS_OP_P2P)
+            continue;
+        double a = st[k], b = en[k];
+        exposed += b - a;
+        while (j < hi[0] && en[o[0][j]] <= a)
+            j++;
+        for (size_t r = j; r < hi[0] && st[o[0][r]] < b; r++) {
+            double x = st[o[0][r]] > a ? st[o[0][r]] : a;
+            double y = en[o[0][r]] < b ? en[o[0][r]] : b;
+            if (y > x)
+                exposed -= y - x;
+        }
+    }
+    return exposed;
+}
+
 /* Start order; the compute stream first on ties. */
 static int cmp_op(const void *a, const void *b)
 {
@@ -236,6 +263,7 @@ int ps__plan_layers(ps_plan *pl, const ps_moe_model *m, int method, int32_t fl0,
 {
     pl->have = 0;
     pl->nn = 0;
+    pl->clean = 0;
     pl->slowdown = m->slowdown;
     if (fn < 0)
         fn = 0;

@@ -73,6 +73,17 @@ struct ps_plan {
     int32_t *fin_order;
     double *cst, *cen;
     double rec_makespan; /* the makespan of the recorded timing */
+    /* What resumed timings changed since st/en/fin last held the recorded state (clean): the
+     * operations they started (dirty, ndirty of them, ncap long) and how many of fin_order
+     * fin flags (fin_upto). list_sched.c, recorded_state(). */
+    int32_t *dirty;
+    size_t ndirty, fin_upto;
+    int clean;
+    /* Whether the last timing stopped where it met the recorded one (met), and the places
+     * each stream had reached then, counting a running operation (met_at): before them and
+     * from the checkpoint it started at, the two timings may differ; elsewhere they agree. */
+    int met;
+    size_t met_at[2];
     /* The list scheduler's workspace (list_sched.c): 9 ncap + 1 int32 (priority classes,
      * places, predecessor counts, streams, the two heaps, successor lists) and ncap
      * priorities to sort. */
@@ -125,6 +136,14 @@ double ps__list_sched_record(ps_plan *pl);
  * where its state meets the recorded timing's again after them, with the same result bit for
  * bit (the machine is deterministic and its state there is the same). */
 double ps__list_sched_resume(ps_plan *pl, int s, size_t p0, size_t p1, double limit);
+/* The all-to-all time exposed by places [lo[s], hi[s]) of the orders o[s] with times st/en,
+ * the operations' own time less the compute of the other range that covers it (p2p not
+ * counted). Once a resumed timing has met the recorded one (met), the change of its exposure
+ * from the recorded one's is this over the places where they differ, the working orders and
+ * times less the best ones: every operation that runs between the checkpoint and the meeting
+ * lies there in both, and everything else runs at the same times in both. */
+double ps__plan_exposure_part(const ps_plan *pl, int32_t *const o[2], const size_t lo[2],
+                              const size_t hi[2], const double *st, const double *en);
 /* Reorders the working orders into a list schedule (whenever a stream is free it takes the
  * ready operation of highest priority; prefer_feed: operations feeding the communication
  * stream first) and times it. Returns the makespan, or -1 when it gets stuck. */

@@ -113,6 +113,30 @@ static int has_succ(const ps_plan *pl, int32_t k, const int32_t *o, size_t n)
     return bad;
 }
 
+/* Margin of the estimate of a change of exposure (less_exposed()), relative to the best's
+ * duration (at least 1): the estimate and the exposure are sums of the same times in another
+ * order, whose rounding differs by about the operation count times 1e-16 of the duration. */
+#define EXPOSED_MARGIN 1e-10
+
+/*
+ * Whether a timing that met the recorded best one (ps__list_sched_resume(), pl->met), and so
+ * lasts as long, may expose less all-to-all than *best by more than the tolerance, which is
+ * what it takes to beat it (better()). Its exposure is the best's plus the change over the
+ * places where the two differ (ps__plan_exposure_part(), from the checkpoint from to where
+ * they met): a few operations instead of the whole step. 0 only when that change, rounding
+ * and all, cannot reach the tolerance; then consider() would have refused it too.
+ */
+static int less_exposed(const ps_plan *pl, const ps__plan_state *from, const cand *best)
+{
+    double tol = tolerance(best->dur);
+    if (best->exp - tol <= 0) /* an exposure is never below 0 */
+        return 0;
+    const size_t lo[2] = {from->i[0], from->i[1]};
+    double delta = ps__plan_exposure_part(pl, pl->ord, lo, pl->met_at, pl->st, pl->en) -
+                   ps__plan_exposure_part(pl, pl->best, lo, pl->met_at, pl->bst, pl->ben);
+    return delta <= -tol + EXPOSED_MARGIN * (best->dur > 1 ? best->dur : 1);
+}
+
 /*
  * Moves the operation at place a of stream s's working order to place b and times the
  * result: from the checkpoint where it parts from the best orders (min(a, b)) when *rec says
@@ -138,10 +162,14 @@ static int try_move(ps_plan *pl, int s, size_t a, size_t b, cand *best, int *rec
     o[b] = k;
     cand before = *best;
     double limit = limit_of(best);
-    consider(pl,
-             *rec ? ps__list_sched_resume(pl, s, a < b ? a : b, (a < b ? b : a) + 1, limit)
-                  : ps__list_sched_time(pl, 0, limit),
-             best);
+    size_t p0 = a < b ? a : b;
+    double d = *rec ? ps__list_sched_resume(pl, s, p0, (a < b ? b : a) + 1, limit)
+                    : ps__list_sched_time(pl, 0, limit);
+    if (*rec && pl->met && d == best->dur && !less_exposed(pl, &pl->cp[s][p0], best)) {
+        memcpy(o, pl->best[s], pl->len[s] * sizeof(int32_t));
+        return 0;
+    }
+    consider(pl, d, best);
     if (best->dur != before.dur || best->exp != before.exp) {
         *rec = ps__list_sched_record(pl) >= 0; /* the working orders are the best now */
         return 1;
