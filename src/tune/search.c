@@ -101,6 +101,10 @@ typedef struct worker {
     int need_exact;
     record *crec; /* with a CSV stream: the records of the chunk being visited, from clo */
     uint64_t clo;
+    /* decode(): the block (candidate number / stride[PS_KNOB_SCHEDULE]) last decoded, + 1
+     * (0: none), and its knobs up to the schedule */
+    uint64_t dec_block;
+    int32_t dec_knob[PS_KNOB_SCHEDULE + 1];
     int rc;
     char err[PS__ERRLEN];
     pthread_t th;
@@ -118,14 +122,19 @@ struct ps_tune {
     uint64_t nrecs;
     worker *ws;    /* the workers of the run in progress (set_record finds a thread's chunk) */
     csv_stream cs; /* job.csv_write */
-    _Atomic uint64_t next;
+    _Atomic uint64_t next;      /* the next owned chunk, or with units the next unit */
+    uint64_t units;             /* > 0: the threads take units, not chunks (visit_unit) */
     _Atomic uint64_t done;      /* candidates evaluated */
     _Atomic uint64_t best_bits; /* the best fitting step so far, as its bits (0: none) */
     _Atomic uint64_t kth_bits;  /* the least K-th best step of any thread or process (0: none) */
     ps__tune_part part;         /* this process's share of the space (1 of 1 by ps_tune_run) */
-    uint64_t owned;             /* the candidates of that share */
-    double shared;              /* the last time the calling thread called part.share */
-    double t0, reported;        /* the start; the last progress call */
+    /* The knobs after the schedule of every number below stride[PS_KNOB_SCHEDULE] (ninner of
+     * them, PS_KNOBS - PS_KNOB_SCHEDULE - 1 values each), for decode(); NULL: too many. */
+    int32_t *inner;
+    uint64_t ninner;
+    uint64_t owned;      /* the candidates of that share */
+    double shared;       /* the last time the calling thread called part.share */
+    double t0, reported; /* the start; the last progress call */
     /* ps_tune_set_imbalance: the inputs (borrowed; have_imb 0: none) and, during a run, the
      * samples' times sorted ascending as prefix sums (n_samples + 1) for the bound. */
     ps_edpb_input imb;
@@ -183,12 +192,69 @@ static void free_prefix(ps_tune *t)
     t->nprefix = 0;
 }
 
+#define INNER_KNOBS (PS_KNOBS - PS_KNOB_SCHEDULE - 1)
+#define INNER_MAX ((uint64_t)1 << 16) /* the most numbers the inner table holds */
+
+static void free_inner(ps_tune *t)
+{
+    ps__free(&t->al, t->inner, (size_t)t->ninner * INNER_KNOBS, sizeof *t->inner);
+    t->inner = NULL;
+    t->ninner = 0;
+}
+
+/* The inner table (ps_tune.inner) of the space just built; none (and no error) when a block
+ * holds more than INNER_MAX numbers or memory is short: decode() then divides. */
+static void build_inner(ps_tune *t)
+{
+    const ps__space *s = &t->sp;
+    uint64_t n = s->stride[PS_KNOB_SCHEDULE];
+    free_inner(t);
+    if (n > INNER_MAX || !(t->inner = ps__alloc(&t->al, (size_t)n * INNER_KNOBS, sizeof *t->inner)))
+        return;
+    t->ninner = n;
+    for (uint64_t r = 0; r < n; r++) {
+        uint64_t x = r;
+        for (int i = PS_KNOB_SCHEDULE + 1; i < PS_KNOBS; i++) {
+            uint64_t d = x / s->stride[i];
+            x -= d * s->stride[i];
+            t->inner[r * INNER_KNOBS + (uint64_t)(i - PS_KNOB_SCHEDULE - 1)] = s->vals[i][d];
+        }
+    }
+}
+
+/*
+ * ps__space_decode() of candidate idx, the same configuration: the knobs up to the schedule
+ * are the worker's last block's when idx is in it (a chunk's candidates mostly are), the rest
+ * come from the inner table: one division instead of one per knob, on the search's path of
+ * every candidate that passes the block checks (about 10% of Pangu's CPU time before).
+ */
+static void decode(worker *w, uint64_t idx, ps_tune_config *c)
+{
+    const ps_tune *t = w->t;
+    if (!t->inner) {
+        ps__space_decode(&t->sp, idx, c);
+        return;
+    }
+    uint64_t blk = idx / t->ninner, r = idx - blk * t->ninner;
+    if (w->dec_block != blk + 1) {
+        ps__space_decode(&t->sp, idx, c);
+        memcpy(w->dec_knob, c->knob, sizeof w->dec_knob);
+        w->dec_block = blk + 1;
+        return;
+    }
+    memcpy(c->knob, w->dec_knob, sizeof w->dec_knob);
+    memcpy(c->knob + PS_KNOB_SCHEDULE + 1, &t->inner[r * INNER_KNOBS],
+           INNER_KNOBS * sizeof *t->inner);
+    c->recompute_layers = 0;
+}
+
 void ps_tune_free(ps_tune *t)
 {
     if (!t)
         return;
     clear_results(t);
     free_prefix(t);
+    free_inner(t);
     ps_allocator a = t->al;
     ps__free(&a, t, 1, sizeof *t);
 }
@@ -544,7 +610,7 @@ static int evaluate(worker *w, uint64_t idx)
     ps__cheap ch;
     memset(&row, 0, sizeof row);
     row.index = idx;
-    ps__space_decode(s, idx, &row.config);
+    decode(w, idx, &row.config);
     int why = ps__space_check(s, &row.config, &ch);
     if (why < 0 && row.config.knob[PS_KNOB_RECOMPUTE] == PS_TUNE_RECOMPUTE_FIT) {
         double gib;
@@ -734,7 +800,7 @@ static void visit_chunk(worker *w, uint64_t lo, uint64_t hi)
     while (x < hi && !w->rc) {
         ps_tune_config c;
         ps__cheap ch;
-        ps__space_decode(s, x, &c);
+        decode(w, x, &c);
         int why = ps__space_check(s, &c, &ch);
         int level = why >= 0 ? ps__space_reason_level(why) : PS_KNOBS - 1;
         uint64_t block = s->stride[level < PS_KNOB_SCHEDULE ? level : PS_KNOB_SCHEDULE];
@@ -972,12 +1038,55 @@ int ps__tune_csv_header(ps_write_fn write, void *ud)
     return write(ud, line, csv_header_line(line)) ? PS_EIO : 0;
 }
 
+/* Visits [lo, hi) a chunk at a time, counting it done and reporting progress between chunks. */
+static void visit_span(worker *w, uint64_t lo, uint64_t hi)
+{
+    ps_tune *t = w->t;
+    for (uint64_t x = lo; x < hi && !w->rc;) {
+        uint64_t end = hi - x < CHUNK ? hi : x + CHUNK;
+        visit_chunk(w, x, end);
+        atomic_fetch_add(&t->done, end - x);
+        x = end;
+        if (w->id == 0)
+            report(t, 0);
+    }
+}
+
+/*
+ * Unit u: the candidates with one value each of tp, cp, ep and expert tp (u numbers them in
+ * that order), over every pp and the knobs after (one span of stride[PS_KNOB_ETP] numbers per
+ * pp). Everything that sets a MoE model's layer costs (ps_moe_model) but pp lies in one unit:
+ * the tp, cp, ep and expert tp, and inside each span the micro-batch size, recompute,
+ * precision and all-to-all. Every thread keeps the overlap plans of the models it meets
+ * (ps_estimate's simulator), and pp varies only the stages' layer counts, so a thread that
+ * takes a whole unit plans each of its models once, where threads taking consecutive chunks
+ * each met every model of every pp and planned it again (Pangu's space: 44% more CPU time
+ * with 2 threads than with 1, before units).
+ */
+static void visit_unit(worker *w, uint64_t u)
+{
+    const ps__space *s = &w->t->sp;
+    uint64_t base = 0;
+    static const int key[] = {PS_KNOB_ETP, PS_KNOB_EP, PS_KNOB_CP, PS_KNOB_TP};
+    for (size_t q = 0; q < sizeof key / sizeof *key; q++) {
+        uint64_t n = (uint64_t)s->nv[key[q]];
+        base += (u % n) * s->stride[key[q]];
+        u /= n;
+    }
+    for (int32_t p = 0; p < s->nv[PS_KNOB_PP] && !w->rc; p++) {
+        uint64_t lo = base + (uint64_t)p * s->stride[PS_KNOB_PP];
+        visit_span(w, lo, lo + s->stride[PS_KNOB_ETP]);
+    }
+}
+
 static void *work(void *arg)
 {
     worker *w = arg;
     ps_tune *t = w->t;
     uint64_t lo, hi, nth;
-    while (!w->rc && owned_chunk(t, nth = atomic_fetch_add(&t->next, 1), &lo, &hi)) {
+    while (t->units && !w->rc && (nth = atomic_fetch_add(&t->next, 1)) < t->units)
+        visit_unit(w, nth);
+    while (!t->units && !w->rc && owned_chunk(t, nth = atomic_fetch_add(&t->next, 1), &lo, &hi)) {
         if (t->cs.n && csv_begin(w, nth, lo, hi))
             break;
         visit_chunk(w, lo, hi);
@@ -1324,9 +1433,16 @@ int ps__tune_run_part(ps_tune *t, const ps_transformer *model, const ps_hardware
     }
     int n = thread_count(job, owned_chunks(t));
     t->owned = owned_candidates(t);
+    build_inner(t);
     worker *w = NULL;
     double t0 = now_s();
     atomic_store(&t->next, 0);
+    /* Several threads of one process without a CSV stream (which goes in chunk order) take
+     * units (visit_unit); one thread, a CSV or a share of several processes takes chunks. */
+    t->units = 0;
+    if (n > 1 && !job->csv_write && part->parts == 1)
+        t->units = (uint64_t)t->sp.nv[PS_KNOB_TP] * (uint64_t)t->sp.nv[PS_KNOB_CP] *
+                   (uint64_t)t->sp.nv[PS_KNOB_EP] * (uint64_t)t->sp.nv[PS_KNOB_ETP];
     atomic_store(&t->done, 0);
     atomic_store(&t->best_bits, 0);
     atomic_store(&t->kth_bits, 0);
