@@ -71,6 +71,8 @@ struct ps_estimate {
     ps_rank_memory *rm;
     double *tail; /* 3 per rank: its pipeline's end, its exposed DP and its optimizer seconds */
     double *rpd, *rpe; /* per rank: its dense and expert parameters (rank_params_all) */
+    double *rkw;       /* 6 per rank: the bound's sums over each rank's stages */
+    int32_t *rkn;      /* per rank: the bound's stage count */
     int32_t *remb;     /* per rank: 1 when it holds the embedding (rank_params_all) */
     /* The last schedule name plan_schedule looked up, its registry index and information: the
      * search names the same few families millions of times. fam_name[0] 0: none yet. */
@@ -146,6 +148,8 @@ void ps_estimate_free(ps_estimate *e)
     ps__free(&e->al, e->tail, 3 * e->cap_rk, sizeof *e->tail);
     ps__free(&e->al, e->rpd, 2 * e->cap_rk, sizeof *e->rpd);
     ps__free(&e->al, e->remb, e->cap_rk, sizeof *e->remb);
+    ps__free(&e->al, e->rkn, e->cap_rk, sizeof *e->rkn);
+    ps__free(&e->al, e->rkw, 6 * e->cap_rk, sizeof *e->rkw);
     ps__free(&e->al, e->pc.mem, PEAK_WAYS * PEAK_STAGES, sizeof *e->pc.mem);
     ps__free(&e->al, e->pc.peak, PEAK_WAYS * PEAK_STAGES, sizeof *e->pc.peak);
     ps__free(&e->al, e->mbw, e->n_mbw, sizeof *e->mbw);
@@ -188,18 +192,25 @@ static int reserve(ps_estimate *e, size_t n, size_t p)
     if (p > e->cap_rk) {
         ps_rank_memory *rm = ps__alloc(a, p, sizeof *rm);
         double *tail = ps__alloc(a, 3 * p, sizeof *tail), *rpd = ps__alloc(a, 2 * p, sizeof *rpd);
-        int32_t *remb = ps__alloc(a, p, sizeof *remb);
-        if (!rm || !tail || !rpd || !remb) {
+        int32_t *remb = ps__alloc(a, p, sizeof *remb), *rkn = ps__alloc(a, p, sizeof *rkn);
+        double *rkw = ps__alloc(a, 6 * p, sizeof *rkw);
+        if (!rm || !tail || !rpd || !remb || !rkn || !rkw) {
             ps__free(a, rm, p, sizeof *rm);
             ps__free(a, tail, 3 * p, sizeof *tail);
             ps__free(a, rpd, 2 * p, sizeof *rpd);
             ps__free(a, remb, p, sizeof *remb);
+            ps__free(a, rkn, p, sizeof *rkn);
+            ps__free(a, rkw, 6 * p, sizeof *rkw);
             return ps__seterr(e->err, PS_ENOMEM, "out of memory for %zu ranks", p);
         }
         ps__free(a, e->rm, e->cap_rk, sizeof *e->rm);
         ps__free(a, e->tail, 3 * e->cap_rk, sizeof *e->tail);
         ps__free(a, e->rpd, 2 * e->cap_rk, sizeof *e->rpd);
         ps__free(a, e->remb, e->cap_rk, sizeof *e->remb);
+        ps__free(a, e->rkn, e->cap_rk, sizeof *e->rkn);
+        ps__free(a, e->rkw, 6 * e->cap_rk, sizeof *e->rkw);
+        e->rkn = rkn;
+        e->rkw = rkw;
         e->rm = rm;
         e->tail = tail;
         e->rpd = rpd;
@@ -1541,16 +1552,24 @@ int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_har
     double work = d.act_moe > d.act_dense && moe ? d.act_moe : d.act_dense;
     double ws = t.recompute == PS_RECOMPUTE_FULL ? work : 0.0;
     rank_params_all(e, &u, srank);
+    /* Per rank, over its stages in ascending order (one pass over the stages, each rank's
+     * sums in the order of a pass per rank): the stage count, the lightest activations, then
+     * below the head, the sums and the way back. */
+    int32_t *rn = e->rkn;
+    double *ract = e->rkw, *rhead = e->rkw + p, *rf = e->rkw + 2 * p, *ri = e->rkw + 3 * p;
+    double *rbusy = e->rkw + 4 * p, *rback = e->rkw + 5 * p;
+    for (int32_t r = 0; r < p; r++)
+        rn[r] = 0, ract[r] = -1.0;
+    for (int32_t st = 0; st < ns; st++) {
+        int32_t r = srank[st];
+        rn[r]++;
+        if (ract[r] < 0 || e->act[st] < ract[r])
+            ract[r] = e->act[st];
+    }
     for (int32_t r = 0; r < p; r++) {
-        double pd = e->rpd[r], pe = e->rpe[r], grads, gather, opt, act = -1.0;
-        int32_t nst = 0;
+        double pd = e->rpd[r], pe = e->rpe[r], grads, gather, opt, act = ract[r];
+        int32_t nst = rn[r];
         rank_tail(&u, pd, pe, &grads, &gather, &opt);
-        for (int32_t st = 0; st < ns; st++)
-            if (srank[st] == r) {
-                nst++;
-                if (act < 0 || e->act[st] < act)
-                    act = e->act[st];
-            }
         double dp = t.overlap_grad_reduce ? grads / (nst > 0 ? nst : 1) : grads;
         if (!t.overlap_param_gather)
             dp += gather;
@@ -1563,19 +1582,20 @@ int ps__estimate_bound(ps_estimate *e, const ps_transformer *model, const ps_har
     }
     double n_mb = place == PS__PLACE_BIDIR ? (double)(u.micro / 2) : (double)u.micro;
     double step = 0.0, bubble = 0.0;
+    for (int32_t r = 0; r < p; r++)
+        rhead[r] = -1.0, rf[r] = ri[r] = rbusy[r] = 0.0, rback[r] = -1.0;
+    for (int32_t st = 0; st < ns; st++) {
+        int32_t r = srank[st];
+        if (rhead[r] < 0 || pre[st] < rhead[r])
+            rhead[r] = pre[st];
+        rf[r] += n_mb * sf[st], ri[r] += n_mb * sb[st], rbusy[r] += n_mb * sall[st];
+        int path = place == PS__PLACE_BIDIR && st >= p;
+        double x = suf[st] + wfirst[path] + tail[path ? p - 1 : 0];
+        if (rback[r] < 0 || x < rback[r])
+            rback[r] = x;
+    }
     for (int32_t r = 0; r < p; r++) {
-        double head = -1.0, fsum = 0.0, isum = 0.0, busy = 0.0, back = -1.0;
-        for (int32_t st = 0; st < ns; st++) {
-            if (srank[st] != r)
-                continue;
-            if (head < 0 || pre[st] < head)
-                head = pre[st];
-            fsum += n_mb * sf[st], isum += n_mb * sb[st], busy += n_mb * sall[st];
-            int path = place == PS__PLACE_BIDIR && st >= p;
-            double x = suf[st] + wfirst[path] + tail[path ? p - 1 : 0];
-            if (back < 0 || x < back)
-                back = x;
-        }
+        double head = rhead[r], fsum = rf[r], isum = ri[r], busy = rbusy[r], back = rback[r];
         if (head < 0)
             continue;
         double a = head + busy + tail[r], b = head + fsum + isum + back;
