@@ -247,6 +247,72 @@ static void move_op(ps_plan *pl, int s, size_t a, size_t b)
     o[b] = k;
 }
 
+/* 1 when node j reaches node k along the dependencies (a depth-first search from k back). */
+static int reaches(const ps_plan *pl, int32_t j, int32_t k)
+{
+    for (int d = 0; d < pl->n[k].ndep; d++)
+        if (pl->n[k].dep[d] == j || reaches(pl, j, pl->n[k].dep[d]))
+            return 1;
+    return 0;
+}
+
+/*
+ * The local search refuses, without timing it, a move that puts an operation before one of
+ * its ancestors or after one of its descendants in its stream. The ancestor sets equal a
+ * search along the dependencies for every pair of nodes, and every move they refuse is one the
+ * timing finds stuck: for every move of every operation to every place in the fused pair of
+ * two 3-layer chunks, timed from the start without a limit.
+ */
+START_TEST(plan_ancestors_refuse_stuck_moves)
+{
+    double t[PS_OP_COUNT] = {0};
+    t[PS_OP_ATTN] = 1, t[PS_OP_MLP] = 2, t[PS_OP_SHARED] = 0.75, t[PS_OP_SHARED_DX] = 0.5;
+    t[PS_OP_MLP_DX] = 2, t[PS_OP_MLP_DW] = 1.5, t[PS_OP_ATTN_DX] = 1.25, t[PS_OP_ATTN_DW] = 1;
+    t[PS_OP_SHARED_DW] = 0.5, t[PS_OP_DISPATCH] = t[PS_OP_COMBINE] = 1.75;
+    t[PS_OP_COMBINE_B] = t[PS_OP_DISPATCH_B] = 1.5, t[PS_OP_REDISPATCH] = 0.25;
+    ps_problem *pb = moe_problem(t, 6, 0.3);
+    ps_plan *pl;
+    ck_assert_int_eq(ps_plan_new(&pl, NULL), 0);
+    ck_assert_int_eq(ps_plan_step(pl, pb, PS_PLANNER_ADAPTIVE, 2, 0, PS_B, 1), 0);
+    ps__plan_ancestors(pl);
+    ck_assert_ptr_nonnull(pl->anc);
+    size_t indirect = 0;
+    for (int32_t k = 0; k < (int32_t)pl->nn; k++)
+        for (int32_t j = 0; j < (int32_t)pl->nn; j++) {
+            int set = (int)(pl->anc[(size_t)k * pl->anc_words + (size_t)j / 64] >> (j % 64) & 1);
+            ck_assert_int_eq(set, reaches(pl, j, k));
+            int direct = 0;
+            for (int d = 0; d < pl->n[k].ndep; d++)
+                direct |= pl->n[k].dep[d] == j;
+            indirect += set && !direct;
+        }
+    ck_assert(indirect > 0);
+    size_t refused = 0;
+    for (int s = 0; s < 2; s++)
+        for (size_t a = 0; a < pl->len[s]; a++)
+            for (size_t b = 0; b < pl->len[s]; b++) {
+                if (a == b)
+                    continue;
+                int32_t *o = pl->best[s], k = o[a], bad = 0;
+                for (size_t q = b < a ? b : a + 1; q < (b < a ? a : b + 1); q++) {
+                    int32_t j = o[q];
+                    bad |= b < a ? reaches(pl, j, k) : reaches(pl, k, j);
+                }
+                if (!bad)
+                    continue;
+                for (int r = 0; r < 2; r++)
+                    memcpy(pl->ord[r], pl->best[r], pl->len[r] * sizeof(int32_t));
+                move_op(pl, s, a, b);
+                ck_assert_msg(ps__list_sched_time(pl, 0, INFINITY) == -1.0, "stream %d: %zu to %zu",
+                              s, a, b);
+                refused++;
+            }
+    ck_assert(refused > 10);
+    ps_plan_free(pl);
+    ps_problem_free(pb);
+}
+END_TEST
+
 /* 1 when the exposure of the working orders equals the best's plus its change over the places
  * from checkpoint c to where the timing met the best's (ps__plan_exposure_part()). */
 static int exposure_change_ok(ps_plan *pl, const ps__plan_state *c)
@@ -1128,6 +1194,7 @@ static Suite *suite(void)
     tcase_add_test(tc, plan_slowdown);
     tcase_add_test(tc, plan_adaptive_never_worse);
     tcase_add_test(tc, plan_resume_matches_full_timing);
+    tcase_add_test(tc, plan_ancestors_refuse_stuck_moves);
     tcase_add_test(tc, plan_errors);
     tcase_add_test(tc, derive_volumes);
     tcase_add_test(tc, derive_compute);

@@ -74,6 +74,7 @@ void ps_plan_free(ps_plan *pl)
     free_nodes(pl);
     for (int k = 0; k < 2; k++)
         ps__free(&pl->al, pl->idx[k], pl->idxcap[k], sizeof(int32_t));
+    ps__free(&pl->al, pl->anc, pl->anc_cap, sizeof *pl->anc);
     ps__free(&pl->al, pl->ops, pl->opscap, sizeof *pl->ops);
     ps_allocator a = pl->al;
     ps__free(&a, pl, 1, sizeof *pl);

@@ -84,6 +84,11 @@ struct ps_plan {
      * from the checkpoint it started at, the two timings may differ; elsewhere they agree. */
     int met;
     size_t met_at[2];
+    /* The local search's ancestor sets (search.c): node k's ancestors, transitively, are the
+     * set bits of anc[k * anc_words ...], anc_words = ceil(nn / 64); anc_cap words allocated
+     * (0: none, the direct predecessors are checked instead). */
+    uint64_t *anc;
+    size_t anc_words, anc_cap;
     /* The list scheduler's workspace (list_sched.c): 9 ncap + 1 int32 (priority classes,
      * places, predecessor counts, streams, the two heaps, successor lists) and ncap
      * priorities to sort. */
@@ -164,5 +169,7 @@ void ps__order_serial(ps_plan *pl);
 /* Chooses the best orders for method (not SERIAL) into best/bst/ben. PS_EINVAL when no
  * candidate order is feasible (which the natural order rules out). */
 int ps__search_orders(ps_plan *pl, int method);
+/* The ancestor sets of the step's nodes into pl->anc (NULL when memory is short). */
+void ps__plan_ancestors(ps_plan *pl);
 
 #endif /* PS_PLANNER_H */

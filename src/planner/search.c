@@ -93,24 +93,74 @@ static void try_fused(ps_plan *pl, int megatron, cand *best)
             pl->n[k].xdep = -1;
 }
 
-/* 1 when one of the n operations at o is a predecessor of node k. */
+/* 1 when node j is an ancestor of node k (a predecessor, or one of its predecessors'
+ * ancestors). Needs pl->anc. */
+static inline int is_ancestor(const ps_plan *pl, int32_t j, int32_t k)
+{
+    return (int)(pl->anc[(size_t)k * pl->anc_words + (size_t)j / 64] >> (j % 64) & 1);
+}
+
+/* 1 when one of the n operations at o is an ancestor of node k (with pl->anc; else a direct
+ * predecessor). */
 static int has_pred(const ps_plan *pl, int32_t k, const int32_t *o, size_t n)
 {
     int bad = 0;
     for (size_t q = 0; q < n && !bad; q++)
-        for (int d = 0; d < pl->n[k].ndep; d++)
-            bad |= pl->n[k].dep[d] == o[q];
+        if (pl->anc)
+            bad = is_ancestor(pl, o[q], k);
+        else
+            for (int d = 0; d < pl->n[k].ndep; d++)
+                bad |= pl->n[k].dep[d] == o[q];
     return bad;
 }
 
-/* 1 when node k is a predecessor of one of the n operations at o. */
+/* 1 when node k is an ancestor (with pl->anc; else a direct predecessor) of one of the n
+ * operations at o. */
 static int has_succ(const ps_plan *pl, int32_t k, const int32_t *o, size_t n)
 {
     int bad = 0;
     for (size_t q = 0; q < n && !bad; q++)
-        for (int d = 0; d < pl->n[o[q]].ndep; d++)
-            bad |= pl->n[o[q]].dep[d] == k;
+        if (pl->anc)
+            bad = is_ancestor(pl, k, o[q]);
+        else
+            for (int d = 0; d < pl->n[o[q]].ndep; d++)
+                bad |= pl->n[o[q]].dep[d] == k;
     return bad;
+}
+
+/*
+ * The ancestor sets of the step's nodes into pl->anc (nodes are created in a topological
+ * order, so one pass in id order: a node's set is its predecessors and their sets). A move
+ * that puts an operation before one of its ancestors in its stream's order, or after one of
+ * its descendants, deadlocks: the stream waits at it for an operation queued behind it. The
+ * timing would run until it finds the deadlock (both streams waiting, -1) or passes the
+ * limit (-2), and the move would be refused either way; with the sets the local search
+ * refuses it without timing it. Where the sets cannot be had (memory), pl->anc stays NULL
+ * and only direct predecessors are checked, as before.
+ */
+void ps__plan_ancestors(ps_plan *pl)
+{
+    size_t w = (pl->nn + 63) / 64, need = pl->nn * w;
+    if (need > pl->anc_cap) {
+        ps__free(&pl->al, pl->anc, pl->anc_cap, sizeof *pl->anc);
+        pl->anc_cap = 0;
+        pl->anc = ps__alloc(&pl->al, need, sizeof *pl->anc);
+        if (!pl->anc)
+            return;
+        pl->anc_cap = need;
+    }
+    pl->anc_words = w;
+    for (size_t k = 0; k < pl->nn; k++) {
+        uint64_t *a = pl->anc + k * w;
+        memset(a, 0, w * sizeof *a);
+        for (int d = 0; d < pl->n[k].ndep; d++) {
+            size_t j = (size_t)pl->n[k].dep[d];
+            const uint64_t *b = pl->anc + j * w;
+            for (size_t q = 0; q < w; q++)
+                a[q] |= b[q];
+            a[j / 64] |= (uint64_t)1 << (j % 64);
+        }
+    }
 }
 
 /* Margin of the estimate of a change of exposure (less_exposed()), relative to the best's
@@ -149,12 +199,12 @@ static int try_move(ps_plan *pl, int s, size_t a, size_t b, cand *best, int *rec
     int32_t *o = pl->ord[s];
     int32_t k = o[a];
     if (b < a) {
-        /* moving k before one of its own predecessors cannot work */
+        /* moving k before one of its own ancestors cannot work */
         if (has_pred(pl, k, &o[b], a - b))
             return 0;
         memmove(&o[b + 1], &o[b], (a - b) * sizeof(int32_t));
     } else {
-        /* nor after one of its own successors: the timing would find them stuck (-1) */
+        /* nor after one of its own descendants: the timing would find them stuck (-1) */
         if (has_succ(pl, k, &o[a + 1], b - a))
             return 0;
         memmove(&o[a], &o[a + 1], (b - a) * sizeof(int32_t));
@@ -206,6 +256,7 @@ static void local_search(ps_plan *pl, cand *best)
 {
     for (int s = 0; s < 2; s++)
         memcpy(pl->ord[s], pl->best[s], pl->len[s] * sizeof(int32_t));
+    ps__plan_ancestors(pl);
     pl->timed = 0;
     int rec = ps__list_sched_record(pl) >= 0;
     for (int pass = 0; pass < SEARCH_PASSES && pl->timed < SEARCH_BUDGET; pass++) {
