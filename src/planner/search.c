@@ -27,10 +27,11 @@
 #define SEARCH_WINDOW 24    /* how far an operation moves in one local-search step */
 #define SEARCH_PASSES 50
 /* Operations timed in all by one local search (pl->timed: a move times the step from where it
- * parts from the best until it cannot beat it; a new best is timed whole), about a second of
- * work. Before the resumed and cut-short timings, steps just under SEARCH_MAX_OPS that kept
- * improving took tens of seconds (300 layers of deepseek-v3 on one stage: 12 s); now such a
- * step times about 7e7 operations, and no example or test reaches the bound. */
+ * parts from the best until it cannot beat it or meets the best's timing again, a move the
+ * ancestor sets refuse times nothing, a new best is timed whole), about a second of work. Before
+ * the resumed and cut-short timings, steps just under SEARCH_MAX_OPS that kept improving took tens
+ * of seconds (300 layers of deepseek-v3 on one stage: 12 s); now such a step times about 7e7
+ * operations, and no example or test reaches the bound. */
 #define SEARCH_BUDGET ((size_t)1 << 27)
 
 /* The duration and exposed all-to-all of a candidate; dur < 0: none yet. */
