@@ -14,6 +14,14 @@
 
 #define PS__ERRLEN 4096
 
+/* A function inlined into every caller, so that each instance drops the branches of the modes
+ * its caller does not use (the engine's clocks, the planner's timings). */
+#if defined(__GNUC__)
+#define PS__HOT static inline __attribute__((always_inline))
+#else
+#define PS__HOT static inline
+#endif
+
 /*
  * The internal functions that libpipesched-exec, the executor's own library (src/exec/), calls
  * in libpipesched: the shared library exports them next to its API so that the executor, and

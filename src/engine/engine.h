@@ -23,11 +23,9 @@
 #include "internal.h"
 
 #if defined(__GNUC__)
-#define PS__HOT static inline __attribute__((always_inline))
 /* A hint to fetch the cache line at p for reading (rw 0) or writing (rw 1); never faults. */
 #define ps__prefetch(p, rw) __builtin_prefetch((p), (rw), 3)
 #else
-#define PS__HOT static inline
 #define ps__prefetch(p, rw) ((void)(p), (void)(rw))
 #endif
 
