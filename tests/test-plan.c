@@ -247,6 +247,18 @@ static void move_op(ps_plan *pl, int s, size_t a, size_t b)
     o[b] = k;
 }
 
+/* Operation times with every kind of operation, none equal to its neighbours': the steps the
+ * local search's tests move operations around in. */
+static void search_times(double t[PS_OP_COUNT])
+{
+    for (int op = 0; op < PS_OP_COUNT; op++)
+        t[op] = 0;
+    t[PS_OP_ATTN] = 1, t[PS_OP_MLP] = 2, t[PS_OP_SHARED] = 0.75, t[PS_OP_SHARED_DX] = 0.5;
+    t[PS_OP_MLP_DX] = 2, t[PS_OP_MLP_DW] = 1.5, t[PS_OP_ATTN_DX] = 1.25, t[PS_OP_ATTN_DW] = 1;
+    t[PS_OP_SHARED_DW] = 0.5, t[PS_OP_DISPATCH] = t[PS_OP_COMBINE] = 1.75;
+    t[PS_OP_COMBINE_B] = t[PS_OP_DISPATCH_B] = 1.5, t[PS_OP_REDISPATCH] = 0.25;
+}
+
 /* 1 when node j reaches node k along the dependencies (a depth-first search from k back). */
 static int reaches(const ps_plan *pl, int32_t j, int32_t k)
 {
@@ -265,11 +277,8 @@ static int reaches(const ps_plan *pl, int32_t j, int32_t k)
  */
 START_TEST(plan_ancestors_refuse_stuck_moves)
 {
-    double t[PS_OP_COUNT] = {0};
-    t[PS_OP_ATTN] = 1, t[PS_OP_MLP] = 2, t[PS_OP_SHARED] = 0.75, t[PS_OP_SHARED_DX] = 0.5;
-    t[PS_OP_MLP_DX] = 2, t[PS_OP_MLP_DW] = 1.5, t[PS_OP_ATTN_DX] = 1.25, t[PS_OP_ATTN_DW] = 1;
-    t[PS_OP_SHARED_DW] = 0.5, t[PS_OP_DISPATCH] = t[PS_OP_COMBINE] = 1.75;
-    t[PS_OP_COMBINE_B] = t[PS_OP_DISPATCH_B] = 1.5, t[PS_OP_REDISPATCH] = 0.25;
+    double t[PS_OP_COUNT];
+    search_times(t);
     ps_problem *pb = moe_problem(t, 6, 0.3);
     ps_plan *pl;
     ck_assert_int_eq(ps_plan_new(&pl, NULL), 0);
@@ -344,11 +353,8 @@ static int exposure_change_ok(ps_plan *pl, const ps__plan_state *c)
  */
 START_TEST(plan_resume_matches_full_timing)
 {
-    double t[PS_OP_COUNT] = {0};
-    t[PS_OP_ATTN] = 1, t[PS_OP_MLP] = 2, t[PS_OP_SHARED] = 0.75, t[PS_OP_SHARED_DX] = 0.5;
-    t[PS_OP_MLP_DX] = 2, t[PS_OP_MLP_DW] = 1.5, t[PS_OP_ATTN_DX] = 1.25, t[PS_OP_ATTN_DW] = 1;
-    t[PS_OP_SHARED_DW] = 0.5, t[PS_OP_DISPATCH] = t[PS_OP_COMBINE] = 1.75;
-    t[PS_OP_COMBINE_B] = t[PS_OP_DISPATCH_B] = 1.5, t[PS_OP_REDISPATCH] = 0.25;
+    double t[PS_OP_COUNT];
+    search_times(t);
     for (int v = 0; v < 3; v++) {
         /* v 2: all-to-alls three times as long, so that the best plan exposes some */
         double tv[PS_OP_COUNT];
