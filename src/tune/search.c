@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #define CHUNK 256
+#define UNITS_PER_THREAD 8 /* units (visit_unit) per thread at least, else chunks */
 #define MAX_THREADS 256
 #define KEY_LEN 200
 #define EXAMPLE_LEN 320
@@ -1438,11 +1439,16 @@ int ps__tune_run_part(ps_tune *t, const ps_transformer *model, const ps_hardware
     double t0 = now_s();
     atomic_store(&t->next, 0);
     /* Several threads of one process without a CSV stream (which goes in chunk order) take
-     * units (visit_unit); one thread, a CSV or a share of several processes takes chunks. */
-    t->units = 0;
-    if (n > 1 && !job->csv_write && part->parts == 1)
-        t->units = (uint64_t)t->sp.nv[PS_KNOB_TP] * (uint64_t)t->sp.nv[PS_KNOB_CP] *
-                   (uint64_t)t->sp.nv[PS_KNOB_EP] * (uint64_t)t->sp.nv[PS_KNOB_ETP];
+     * units (visit_unit) when there are UNITS_PER_THREAD of them per thread at least, so that
+     * the last units do not leave threads idle; one thread, a CSV, a share of several
+     * processes or a space of fewer units (tp, cp, ep and expert tp mostly fixed) takes
+     * chunks. */
+    uint64_t units = (uint64_t)t->sp.nv[PS_KNOB_TP] * (uint64_t)t->sp.nv[PS_KNOB_CP] *
+                     (uint64_t)t->sp.nv[PS_KNOB_EP] * (uint64_t)t->sp.nv[PS_KNOB_ETP];
+    t->units =
+        n > 1 && !job->csv_write && part->parts == 1 && units >= UNITS_PER_THREAD * (uint64_t)n
+            ? units
+            : 0;
     atomic_store(&t->done, 0);
     atomic_store(&t->best_bits, 0);
     atomic_store(&t->kth_bits, 0);
