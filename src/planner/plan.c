@@ -156,6 +156,23 @@ static int reserve(ps_plan *pl, int32_t fn, int32_t bn)
     return 0;
 }
 
+/* The time of [a, b) that the compute operations o0[*j .. hi) cover: their intervals are
+ * sorted and disjoint, and *j moves past those that end by a (the callers' next a is later). */
+static double covered(const int32_t *o0, size_t *j, size_t hi, double a, double b, const double *st,
+                      const double *en)
+{
+    double c = 0;
+    while (*j < hi && en[o0[*j]] <= a)
+        (*j)++;
+    for (size_t r = *j; r < hi && st[o0[r]] < b; r++) {
+        double x = st[o0[r]] > a ? st[o0[r]] : a;
+        double y = en[o0[r]] < b ? en[o0[r]] : b;
+        if (y > x)
+            c += y - x;
+    }
+    return c;
+}
+
 void ps__plan_exposure(const ps_plan *pl, int32_t *const o[2], const size_t len[2],
                        const double *st, const double *en, ps_plan_stats *out)
 {
@@ -165,22 +182,13 @@ void ps__plan_exposure(const ps_plan *pl, int32_t *const o[2], const size_t len[
         compute += en[o[0][q]] - st[o[0][q]];
     for (size_t q = 0; q < len[1]; q++) {
         int32_t k = o[1][q];
-        double a = st[k], b = en[k], covered = 0;
-        /* compute intervals are sorted and disjoint; skip those ending before a */
-        while (j < len[0] && en[o[0][j]] <= a)
-            j++;
-        for (size_t r = j; r < len[0] && st[o[0][r]] < b; r++) {
-            double x = st[o[0][r]] > a ? st[o[0][r]] : a;
-            double y = en[o[0][r]] < b ? en[o[0][r]] : b;
-            if (y > x)
-                covered += y - x;
-        }
+        double a = st[k], b = en[k], cov = covered(o[0], &j, len[0], a, b, st, en);
         if (pl->n[k].op == PS_OP_P2P) {
             p2p += b - a;
-            p2p_exp += b - a - covered;
+            p2p_exp += b - a - cov;
         } else {
             comm += b - a;
-            exposed += b - a - covered;
+            exposed += b - a - cov;
         }
     }
     out->compute = compute;
@@ -198,18 +206,9 @@ double ps__plan_exposure_part(const ps_plan *pl, int32_t *const o[2], const size
     size_t j = lo[0];
     for (size_t q = lo[1]; q < hi[1]; q++) {
         int32_t k = o[1][q];
-        if (pl->n[k].op == PS_OP_P2P)
-            continue;
-        double a = st[k], b = en[k];
-        exposed += b - a;
-        while (j < hi[0] && en[o[0][j]] <= a)
-            j++;
-        for (size_t r = j; r < hi[0] && st[o[0][r]] < b; r++) {
-            double x = st[o[0][r]] > a ? st[o[0][r]] : a;
-            double y = en[o[0][r]] < b ? en[o[0][r]] : b;
-            if (y > x)
-                exposed -= y - x;
-        }
+        double a = st[k], b = en[k], cov = covered(o[0], &j, hi[0], a, b, st, en);
+        if (pl->n[k].op != PS_OP_P2P)
+            exposed += b - a - cov;
     }
     return exposed;
 }

@@ -213,13 +213,11 @@ static void build_inner(ps_tune *t)
     if (n > INNER_MAX || !(t->inner = ps__alloc(&t->al, (size_t)n * INNER_KNOBS, sizeof *t->inner)))
         return;
     t->ninner = n;
-    for (uint64_t r = 0; r < n; r++) {
-        uint64_t x = r;
-        for (int i = PS_KNOB_SCHEDULE + 1; i < PS_KNOBS; i++) {
-            uint64_t d = x / s->stride[i];
-            x -= d * s->stride[i];
-            t->inner[r * INNER_KNOBS + (uint64_t)(i - PS_KNOB_SCHEDULE - 1)] = s->vals[i][d];
-        }
+    for (uint64_t r = 0; r < n; r++) { /* number r: the knobs up to the schedule at their first */
+        ps_tune_config c;
+        ps__space_decode(s, r, &c);
+        memcpy(&t->inner[r * INNER_KNOBS], c.knob + PS_KNOB_SCHEDULE + 1,
+               INNER_KNOBS * sizeof *t->inner);
     }
 }
 
