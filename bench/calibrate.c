@@ -1,7 +1,8 @@
 /*
  * Calibration of the performance model against published step times.
  *
- *   pipesched-calibrate CALIBRATION.csv [--no-fit] [--only GPU] [--pool]
+ *   pipesched-calibrate CALIBRATION.csv [--no-fit] [--only GPU] [--pool=none|blackwell|nvidia]
+ *                       [--member LIST] [--attn-floor X] [--hold FIGURE=X]
  *   pipesched-calibrate --speed
  *
  * The CSV is shared/reference/steptimes/calibration.csv (not in the repository). Each row is
@@ -9,11 +10,11 @@
  * its step time. The program prints:
  *   1. every row with the generic (uncalibrated) efficiency figures, and the rows it skips
  *      with the reason;
- *   2. the cross-validated accuracy of a fit per pool of hardware (each hardware alone, or
- *      with --pool B200 and GB200 together): for each model of the pool, the efficiency figures are
- *      fitted on the other models' rows and the held-out model's rows, on every hardware of
- *      the pool, are predicted (leave one model out); MAPE, max error, Kendall tau within
- *      models, per hardware;
+ *   2. the cross-validated accuracy of a fit per pool of hardware (by default A100 alone and
+ *      H100, B200 and GB200 together; --pool): for each model of the pool, the efficiency
+ *      figures are fitted on the other models' rows and the held-out model's rows, on every
+ *      hardware of the pool, are predicted (leave one model out); MAPE, max error, Kendall
+ *      tau within models, per hardware;
  *   3. the figures fitted on all the rows of each pool (what src/model/hardware.c holds) and
  *      every row predicted with them.
  * The fit minimises the mean absolute percentage error over the rows of one pool with a grid
@@ -484,6 +485,9 @@ static const char *const param_names[N_PARAMS] = {
 static const double param_lo[N_PARAMS] = {0.05, 0.05, 0, 0.05, 0.05, 0, 0.05};
 static const double param_hi[N_PARAMS] = {1, 1, 2048, 1, 1, 20000, 1};
 
+/* --hold NAME=X: a figure that no fit moves (NAN: fitted). */
+static double held[N_PARAMS] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+
 static void set_params(ps_hardware *hw, const double *p)
 {
     hw->gemm_eff = p[P_GEMM];
@@ -502,23 +506,42 @@ static void set_params(ps_hardware *hw, const double *p)
 static const double start[N_PARAMS] = {0.75, 0.5, 128, 0.8, 0.8, 0, 1};
 
 /*
- * Pools: hardware fitted together. By default each hardware is its own pool. With --pool,
- * B200 and GB200 (one Blackwell die, each at its own published peak) are one pool that shares
- * the compute figures (gemm_eff, attn_eff, gemm_half_dim, grouped_gemm_eff); the figures of the
- * system around the chip stay per hardware: the links (bus_eff_intra, bus_eff_inter: 8-GPU
- * NVLink and a NIC per GPU against the NVL72 domain) and the host's MoE floor (moe_layer_us:
- * x86 hosts against Grace). A pool's figure vector holds the seven figures of its first member,
- * then the three system figures of each further member. A pool without members is skipped.
+ * Pools: hardware fitted together. A pool shares the figures of the software on the chip
+ * (gemm_eff as a fraction of each chip's own peak, attn_eff, gemm_half_dim, grouped_gemm_eff)
+ * and keeps per member the figures of the system around it (--member; by default the links,
+ * bus_eff_intra and bus_eff_inter: 8-GPU NVLink and a NIC per GPU against the NVL72 domain,
+ * and the host's MoE floor, moe_layer_us: x86 hosts against Grace). A pool's figure vector
+ * holds the seven figures of its first member, then the --member figures of each further
+ * member. A pool without members is skipped.
+ *
+ * --pool=nvidia (the default, and the presets' fit since 2026-12-02): H100, B200 and GB200 are
+ * one pool. Every row of the three ran Megatron with Transformer Engine's kernels (cuBLAS,
+ * cuDNN's fused attention), so the software figures are fitted once on 109 rows instead of
+ * three times on 24-54 (bench/README.md, sixth stop: the held-out error of the small
+ * Blackwell pools came from fitting seven figures on a handful of models). A100 (vTrain's
+ * Megatron-DeepSpeed with unfused attention, and the Megatron paper's runs) stays alone.
+ * --pool=blackwell: B200 and GB200 together, H100 alone; --pool=none: each hardware alone.
  */
-static int pool_of[N_HW] = {0, 1, 2, 3};
+static int pool_of[N_HW] = {0, 1, 1, 1};
 #define N_POOLS N_HW
-static const char *pool_names[N_POOLS] = {"A100", "H100-SXM", "B200", "GB200"};
+static const char *pool_names[N_POOLS] = {"A100", "H100+B200+GB200", "B200", "GB200"};
 
-/* --pool: GB200 joins B200's pool. */
-static void pool_blackwell(void)
+/* --pool=none|blackwell|nvidia; 0, or 1 for another word. */
+static int set_pools(const char *how)
 {
-    pool_of[3] = 2;
-    pool_names[2] = "B200+GB200";
+    static const char *const names[N_POOLS] = {"A100", "H100-SXM", "B200", "GB200"};
+    for (int h = 0; h < N_HW; h++)
+        pool_of[h] = h, pool_names[h] = names[h];
+    if (strcmp(how, "blackwell") == 0) {
+        pool_of[3] = 2;
+        pool_names[2] = "B200+GB200";
+    } else if (strcmp(how, "nvidia") == 0) {
+        pool_of[2] = pool_of[3] = 1;
+        pool_names[1] = "H100+B200+GB200";
+    } else if (strcmp(how, "none") != 0) {
+        return 1;
+    }
+    return 0;
 }
 
 static int pool_empty(int pool)
@@ -528,9 +551,58 @@ static int pool_empty(int pool)
             return 0;
     return 1;
 }
-static const int sys_params[] = {P_INTRA, P_INTER, P_MOE};
-#define N_SYS (int)(sizeof sys_params / sizeof sys_params[0])
-#define MAX_P (N_PARAMS + N_SYS * (N_HW - 1))
+
+/* The figures each member of a pool keeps for itself (--member sets them); the others the
+ * pool shares. */
+static int sys_params[N_PARAMS] = {P_INTRA, P_INTER, P_MOE};
+static int N_SYS = 3;
+#define MAX_P (N_PARAMS * N_HW)
+
+/* --member LIST: the figures each member of a pool keeps; 0, or 1 with a message. */
+static int set_members(const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    N_SYS = 0;
+    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        int k = 0;
+        while (k < N_PARAMS && strcmp(w, param_names[k]) != 0)
+            k++;
+        if (k == N_PARAMS) {
+            fprintf(stderr, "pipesched-calibrate: --member: %s is not a fitted figure\n", w);
+            return 1;
+        }
+        for (int j = 0; j < N_SYS; j++)
+            if (sys_params[j] == k) {
+                fprintf(stderr, "pipesched-calibrate: --member: %s named twice\n", w);
+                return 1;
+            }
+        sys_params[N_SYS++] = k;
+    }
+    return 0;
+}
+
+/* --hold NAME=X; 0, or 1 with a message. */
+static int set_held(const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    int k = 0;
+    while (eq && k < N_PARAMS &&
+           (strlen(param_names[k]) != (size_t)(eq - arg) ||
+            strncmp(arg, param_names[k], (size_t)(eq - arg)) != 0))
+        k++;
+    char *end = NULL;
+    double x = eq && k < N_PARAMS ? strtod(eq + 1, &end) : NAN;
+    if (!eq || k == N_PARAMS || *end || !(x >= param_lo[k] && x <= param_hi[k])) {
+        fprintf(stderr,
+                "pipesched-calibrate: --hold %s: expected FIGURE=X, X within the "
+                "figure's bounds\n",
+                arg);
+        return 1;
+    }
+    held[k] = x;
+    return 0;
+}
 
 /* The member index of hardware h in its pool. */
 static int member(int h)
@@ -571,8 +643,10 @@ static void member_params(const double *pp, int h, double *p)
 static void pool_start(int pool, double *pp)
 {
     int np = pool_params(pool);
-    for (int k = 0; k < np; k++)
-        pp[k] = start[base_param(k)];
+    for (int k = 0; k < np; k++) {
+        int b = base_param(k);
+        pp[k] = isnan(held[b]) ? start[b] : held[b];
+    }
 }
 
 static void get_params(const ps_hardware *hw, double *p)
@@ -662,7 +736,7 @@ static double mape(const selection *s, const double *p)
  * all of them. Without it the fits find attn_eff where the rows cannot pin it (bench/README.md:
  * attention is small in every model of a device but one, which then pays for it). vTrain's
  * rows (Megatron-DeepSpeed's unfused attention) keep the plain bound. */
-#define ATTN_FUSED_LO 0.3
+static double attn_fused_lo = 0.3; /* --attn-floor */
 
 static double attn_lo(const selection *s)
 {
@@ -671,7 +745,7 @@ static double attn_lo(const selection *s)
         if (w->hw >= 0 && pool_of[w->hw] == s->pool && strcmp(w->source, "vtrain_multi") == 0)
             return param_lo[P_ATTN];
     }
-    return ATTN_FUSED_LO;
+    return attn_fused_lo;
 }
 
 /* Coordinate descent from p over every figure, with steps that halve when no move helps:
@@ -686,7 +760,7 @@ static void descend(const selection *s, double *p, double *best)
     for (int pass = 0; pass < 16; pass++) {
         int moved = 0;
         for (int k = 0; k < np; k++)
-            for (int dir = -1; dir <= 1; dir += 2) {
+            for (int dir = -1; dir <= 1 && isnan(held[base_param(k)]); dir += 2) {
                 int b = base_param(k);
                 memcpy(q, p, (size_t)np * sizeof *q);
                 double lo = b == P_ATTN ? a_lo : param_lo[b];
@@ -738,10 +812,15 @@ static double fit(const selection *s, double *p)
         for (int ia = 0; ia < 4; ia++)
             for (int ii = 0; ii < 3; ii++)
                 for (int im = 0; im < n_moe; im++) {
-                    q[P_GEMM] = gemm[ig], q[P_ATTN] = fmax(attn[ia], a_lo);
-                    for (int k = 0; k < np; k++) /* every member's link and host alike */
-                        if (base_param(k) == P_INTRA || base_param(k) == P_MOE)
-                            q[k] = base_param(k) == P_INTRA ? intra[ii] : moe[im];
+                    for (int k = 0; k < np; k++) { /* every member alike */
+                        int b = base_param(k);
+                        q[k] = !isnan(held[b]) ? held[b]
+                               : b == P_GEMM   ? gemm[ig]
+                               : b == P_ATTN   ? fmax(attn[ia], a_lo)
+                               : b == P_INTRA  ? intra[ii]
+                               : b == P_MOE    ? moe[im]
+                                               : q[k];
+                    }
                     double e = mape(s, q);
                     int at = N_STARTS;
                     while (at > 0 && e < top_e[at - 1])
@@ -950,8 +1029,8 @@ static int calibrate(const char *path, int do_fit)
         return 0;
     }
 
-    /* 2. Leave one model out per hardware. */
-    printf("\n== 2. cross-validation: leave one model out, per hardware ==\n");
+    /* 2. Leave one model out per pool. */
+    printf("\n== 2. cross-validation: leave one model out, per pool ==\n");
     double *cv_pred = calloc((size_t)n, sizeof *cv_pred);
     for (int i = 0; i < n; i++)
         cv_pred[i] = NAN; /* a row no fit predicts (another hardware with --only) */
@@ -1005,7 +1084,7 @@ static int calibrate(const char *path, int do_fit)
     for (int i = 0; i < n; i++)
         if (rows[i].hw >= 0)
             rows[i].pred = cv_pred[i];
-    printf("\nheld-out rows, each predicted by the fit on the other models of its hardware:\n");
+    printf("\nheld-out rows, each predicted by the fit on the other models of its pool:\n");
     print_rows(rows, n);
     printf("\naccuracy on held-out models (leave one model out):\n");
     {
@@ -1020,7 +1099,7 @@ static int calibrate(const char *path, int do_fit)
     free(cv_pred);
 
     /* 3. The fit on all the rows of each hardware. */
-    printf("\n== 3. fitted on all the rows of each hardware (the presets' figures) ==\n");
+    printf("\n== 3. fitted on all the rows of each pool (the presets' figures) ==\n");
     double p[N_HW][N_PARAMS];
     for (int h = 0; h < N_HW; h++) {
         ps_hardware hw;
@@ -1166,8 +1245,28 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc && !bad; i++) {
         if (strcmp(argv[i], "--no-fit") == 0) {
             do_fit = 0;
-        } else if (strcmp(argv[i], "--pool") == 0) {
-            pool_blackwell();
+        } else if (strncmp(argv[i], "--pool=", 7) == 0) {
+            if (set_pools(argv[i] + 7)) {
+                fprintf(stderr,
+                        "pipesched-calibrate: %s: expected --pool=none, blackwell or "
+                        "nvidia\n",
+                        argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--attn-floor") == 0 && i + 1 < argc) {
+            char *end;
+            attn_fused_lo = strtod(argv[++i], &end);
+            if (*end || !(attn_fused_lo >= param_lo[P_ATTN] && attn_fused_lo <= 1)) {
+                fprintf(stderr, "pipesched-calibrate: --attn-floor %s: not in [0.05, 1]\n",
+                        argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc) {
+            if (set_held(argv[++i]))
+                return 2;
+        } else if (strcmp(argv[i], "--member") == 0 && i + 1 < argc) {
+            if (set_members(argv[++i]))
+                return 2;
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             i++;
             for (int h = 0; h < N_HW; h++)
@@ -1185,13 +1284,22 @@ int main(int argc, char **argv)
         }
     }
     if (bad) {
-        fprintf(stderr,
-                "usage: pipesched-calibrate CALIBRATION.csv [--no-fit] [--only GPU] [--pool]\n"
-                "       pipesched-calibrate --speed\n"
-                "--only GPU fits (and cross-validates) that GPU's pool alone; the others keep "
-                "their presets' figures.\n"
-                "--pool fits B200 and GB200 as one pool: shared compute figures, their own "
-                "link and host figures.\n");
+        fprintf(
+            stderr,
+            "usage: pipesched-calibrate CALIBRATION.csv [--no-fit] [--only GPU]\n"
+            "           [--pool=none|blackwell|nvidia] [--member LIST] [--attn-floor X]\n"
+            "           [--hold FIGURE=X]\n"
+            "       pipesched-calibrate --speed\n"
+            "--only GPU      fit (and cross-validate) that GPU's pool alone; the others keep\n"
+            "                their presets' figures\n"
+            "--pool=nvidia   H100, B200 and GB200 as one pool (the default, the presets' fit);\n"
+            "                blackwell: B200 and GB200 as one; none: each hardware alone.\n"
+            "                A pool shares the software's figures; each member keeps --member's\n"
+            "--member LIST   the figures each member keeps (default\n"
+            "                bus_eff_intra,bus_eff_inter,moe_layer_us)\n"
+            "--attn-floor X  attn_eff's floor where every row ran a fused attention kernel\n"
+            "                (default 0.3)\n"
+            "--hold FIGURE=X keep a figure at X in every fit\n");
         return 2;
     }
     return calibrate(argv[1], do_fit);
