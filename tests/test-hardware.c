@@ -147,18 +147,20 @@ START_TEST(hardware_presets_published)
 END_TEST
 
 /* The presets without calibration data keep the generic efficiency figures docs/hardware.md
- * states; the calibrated ones hold the fit of bench/README.md. */
+ * states; the calibrated ones hold the fit of bench/README.md: H100, B200 and GB200 one pool
+ * that shares the software's figures (gemm_eff, gemm_half_dim, attn_eff, grouped_gemm_eff),
+ * h800 and h200 with h100-sxm's. */
 START_TEST(hardware_presets_generic_efficiency)
 {
     static const struct {
         const char *name;
         double gemm, half, attn, intra, inter, moe, grouped;
     } want[] = {{"a100-80g", 0.8775, 536, 0.065, 1, 0.5938, 0, 1},
-                {"h100-sxm", 0.7, 200, 0.3, 0.98125, 1, 4062.5, 1},
-                {"h800", 0.75, 128, 0.5, 0.8, 0.8, 0, 1},
-                {"h200", 0.75, 128, 0.5, 0.8, 0.8, 0, 1},
-                {"b200", 1, 1120, 0.19, 0.2, 0.45, 3000, 1},
-                {"gb200", 0.98, 1728, 0.15, 0.4, 0.8, 1000, 1},
+                {"h100-sxm", 0.815, 856, 0.3, 0.99375, 1, 4000, 0.5},
+                {"h800", 0.815, 856, 0.3, 0.99375, 1, 4000, 0.5},
+                {"h200", 0.815, 856, 0.3, 0.99375, 1, 4000, 0.5},
+                {"b200", 0.815, 856, 0.3, 0.225, 0.65625, 3187.5, 0.5},
+                {"gb200", 0.815, 856, 0.3, 0.3125, 0.8, 1000, 0.5},
                 {"ascend-910b", 0.75, 128, 0.5, 0.8, 0.8, 0, 1}};
     ck_assert_ptr_null(ps_hardware_builtin_name(sizeof want / sizeof want[0]));
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

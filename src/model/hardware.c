@@ -41,18 +41,26 @@
 
 static const ps_hardware generic = {.name = "custom", GENERIC_EFFICIENCY};
 
-/* Calibrated figures: fitted per device by bench/calibrate.c on the published step times of
- * shared/reference/steptimes (bench/README.md, "Calibration of the performance model"; fit of
- * 2026-12-01, minimum mean absolute percentage error over that device's rows). They are
- * effective figures: where the model lacks a term (vTrain's unfused attention, all-to-all
- * efficiency apart from ring collectives', software releases) the fit
- * absorbs it, so attn_eff and the bus efficiencies are far from what a kernel or NCCL benchmark
- * would show. moe_layer_us is fitted where the device has MoE rows (H100, B200, GB200). mem_eff
- * and overhead_gib stay generic (not fitted). */
+/* Calibrated figures: fitted by bench/calibrate.c on the published step times of
+ * shared/reference/steptimes (bench/README.md, "Calibration of the performance model";
+ * minimum mean absolute percentage error). A100 is fitted on its own rows (2026-12-01). H100,
+ * B200 and GB200 are one pool (fit of 2026-12-02): every row of the three ran Megatron with
+ * Transformer Engine's kernels, so they share the software's figures (gemm_eff as a fraction
+ * of each chip's own peak, attn_eff, gemm_half_dim, grouped_gemm_eff), and each keeps its
+ * system's (bus_eff_intra, bus_eff_inter, moe_layer_us). They are effective figures: where
+ * the model lacks a term (vTrain's unfused attention, all-to-all efficiency apart from ring
+ * collectives', software releases) the fit absorbs it, so attn_eff and the bus efficiencies
+ * are far from what a kernel or NCCL benchmark would show. mem_eff and overhead_gib stay
+ * generic (not fitted). */
 #define CALIBRATED(gemm, attn, half, intra, inter, moe, grouped)                                   \
     .gemm_eff = gemm, .gemm_half_dim = half, .attn_eff = attn, .mem_eff = 0.8,                     \
     .bus_eff_intra = intra, .bus_eff_inter = inter, .overhead_gib = 3, .moe_layer_us = moe,        \
     .grouped_gemm_eff = grouped
+
+/* The software figures of the H100/B200/GB200 pool, then each device's own. h800 and h200 (no
+ * published rows) take h100-sxm's: the same Hopper die and software; not validated. */
+#define TE_POOL(intra, inter, moe) CALIBRATED(0.815, 0.3, 856, intra, inter, moe, 0.5)
+#define HOPPER TE_POOL(0.99375, 1, 4000)
 
 /* ---- the presets ------------------------------------------------------------------------------
  *
@@ -84,7 +92,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.7, 0.3, 200, 0.98125, 1, 4062.5, 1)},
+     HOPPER},
     /* H100 with NVLink cut to 400 GB/s both ways (export version). */
     {.name = "h800",
      .peak_tflops_bf16 = 989,
@@ -96,7 +104,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     GENERIC_EFFICIENCY},
+     HOPPER},
     {.name = "h200",
      .peak_tflops_bf16 = 989,
      .peak_tflops_fp8 = 1979,
@@ -107,7 +115,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     GENERIC_EFFICIENCY},
+     HOPPER},
     /* HGX/DGX B200 at 1000 W: the system figures divided by its 8 GPUs. */
     {.name = "b200",
      .peak_tflops_bf16 = 2250,
@@ -119,7 +127,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(1, 0.19, 1120, 0.2, 0.45, 3000, 1)},
+     TE_POOL(0.225, 0.65625, 3187.5)},
     /* GB200 NVL72: the rack figures divided by its 72 GPUs; the "node" is the NVLink domain. */
     {.name = "gb200",
      .peak_tflops_bf16 = 2500,
@@ -131,7 +139,7 @@ static const ps_hardware presets[] = {
      .inter_gbps = 50,
      .lat_intra_us = 3,
      .lat_inter_us = 8,
-     CALIBRATED(0.98, 0.15, 1728, 0.4, 0.8, 1000, 1)},
+     TE_POOL(0.3125, 0.8, 1000)},
     /* Atlas 800T A2: 8 NPUs joined by HCCS, one 200 Gb/s RoCE port each. FP16 peak, no FP8. */
     {.name = "ascend-910b",
      .peak_tflops_bf16 = 320,
