@@ -1148,6 +1148,17 @@ if [ -f "$guide" ] && "$bin" help run >/dev/null 2>&1 && "$bin" help draw >/dev/
     expect 0 "help simulate" -- "$bin" help simulate
     { printf '```console\n$ pipesched help simulate\n'; cat "$tmp/out"; printf '```\n'; } >"$tmp/help"
     guide_block help-simulate "$tmp/help"
+    # The estimate session: its figures move with every recalibration of a preset.
+    expect 0 "estimate, the guide's example" -- "$bin" estimate --model llama3-70b --hardware \
+        h100-sxm --gpus 64 --tp 4 --pp 4 --vpp 5 --cp 2 --gbs 128 --mbs 1 --seq 8192 \
+        --distributed-optimizer
+    {
+        printf '```console\n$ pipesched estimate --model llama3-70b --hardware h100-sxm --gpus 64 --tp 4 --pp 4 --vpp 5 \\\n'
+        printf '      --cp 2 --gbs 128 --mbs 1 --seq 8192 --distributed-optimizer\n'
+        cat "$tmp/out"
+        printf '```\n'
+    } >"$tmp/est"
+    guide_block estimate-llama3-70b "$tmp/est"
 fi
 if [ -f "$docs/config.md" ]; then
     expect 0 "help --markdown tune-config" -- "$bin" help --markdown tune-config
