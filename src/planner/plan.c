@@ -206,9 +206,8 @@ double ps__plan_exposure_part(const ps_plan *pl, int32_t *const o[2], const size
     size_t j = lo[0];
     for (size_t q = lo[1]; q < hi[1]; q++) {
         int32_t k = o[1][q];
-        double a = st[k], b = en[k], cov = covered(o[0], &j, hi[0], a, b, st, en);
         if (pl->n[k].op != PS_OP_P2P)
-            exposed += b - a - cov;
+            exposed += en[k] - st[k] - covered(o[0], &j, hi[0], st[k], en[k], st, en);
     }
     return exposed;
 }
