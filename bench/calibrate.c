@@ -555,29 +555,37 @@ static int pool_empty(int pool)
 /* The figures each member of a pool keeps for itself (--member sets them); the others the
  * pool shares. */
 static int sys_params[N_PARAMS] = {P_INTRA, P_INTER, P_MOE};
-static int N_SYS = 3;
+static int n_sys = 3;
 #define MAX_P (N_PARAMS * N_HW)
+
+/* The fitted figure named by the len bytes at name, or N_PARAMS. */
+static int figure_index(const char *name, size_t len)
+{
+    int k = 0;
+    while (k < N_PARAMS &&
+           (strlen(param_names[k]) != len || strncmp(name, param_names[k], len) != 0))
+        k++;
+    return k;
+}
 
 /* --member LIST: the figures each member of a pool keeps; 0, or 1 with a message. */
 static int set_members(const char *list)
 {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", list);
-    N_SYS = 0;
+    n_sys = 0;
     for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-        int k = 0;
-        while (k < N_PARAMS && strcmp(w, param_names[k]) != 0)
-            k++;
+        int k = figure_index(w, strlen(w));
         if (k == N_PARAMS) {
             fprintf(stderr, "pipesched-calibrate: --member: %s is not a fitted figure\n", w);
             return 1;
         }
-        for (int j = 0; j < N_SYS; j++)
+        for (int j = 0; j < n_sys; j++)
             if (sys_params[j] == k) {
                 fprintf(stderr, "pipesched-calibrate: --member: %s named twice\n", w);
                 return 1;
             }
-        sys_params[N_SYS++] = k;
+        sys_params[n_sys++] = k;
     }
     return 0;
 }
@@ -586,14 +594,10 @@ static int set_members(const char *list)
 static int set_held(const char *arg)
 {
     const char *eq = strchr(arg, '=');
-    int k = 0;
-    while (eq && k < N_PARAMS &&
-           (strlen(param_names[k]) != (size_t)(eq - arg) ||
-            strncmp(arg, param_names[k], (size_t)(eq - arg)) != 0))
-        k++;
+    int k = eq ? figure_index(arg, (size_t)(eq - arg)) : N_PARAMS;
     char *end = NULL;
-    double x = eq && k < N_PARAMS ? strtod(eq + 1, &end) : NAN;
-    if (!eq || k == N_PARAMS || *end || !(x >= param_lo[k] && x <= param_hi[k])) {
+    double x = k < N_PARAMS ? strtod(eq + 1, &end) : NAN;
+    if (k == N_PARAMS || *end || !(x >= param_lo[k] && x <= param_hi[k])) {
         fprintf(stderr,
                 "pipesched-calibrate: --hold %s: expected FIGURE=X, X within the "
                 "figure's bounds\n",
@@ -613,20 +617,20 @@ static int member(int h)
     return j;
 }
 
-/* The figures of a pool: N_PARAMS plus N_SYS per member after the first. */
+/* The figures of a pool: N_PARAMS plus n_sys per member after the first. */
 static int pool_params(int pool)
 {
     int n = N_PARAMS;
     for (int h = 0, first = 1; h < N_HW; h++)
         if (pool_of[h] == pool)
-            n += first ? 0 : N_SYS, first = 0;
+            n += first ? 0 : n_sys, first = 0;
     return n;
 }
 
 /* Which of the seven figures the k-th figure of a pool's vector is. */
 static int base_param(int k)
 {
-    return k < N_PARAMS ? k : sys_params[(k - N_PARAMS) % N_SYS];
+    return k < N_PARAMS ? k : sys_params[(k - N_PARAMS) % n_sys];
 }
 
 /* The seven figures of hardware h out of its pool's vector pp. */
@@ -635,8 +639,8 @@ static void member_params(const double *pp, int h, double *p)
     memcpy(p, pp, N_PARAMS * sizeof *p);
     int j = member(h);
     if (j > 0)
-        for (int k = 0; k < N_SYS; k++)
-            p[sys_params[k]] = pp[N_PARAMS + N_SYS * (j - 1) + k];
+        for (int k = 0; k < n_sys; k++)
+            p[sys_params[k]] = pp[N_PARAMS + n_sys * (j - 1) + k];
 }
 
 /* A pool's vector at the generic start. */
