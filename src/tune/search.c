@@ -1037,17 +1037,22 @@ int ps__tune_csv_header(ps_write_fn write, void *ud)
     return write(ud, line, csv_header_line(line)) ? PS_EIO : 0;
 }
 
-/* Visits [lo, hi) a chunk at a time, counting it done and reporting progress between chunks. */
+/* n more candidates evaluated; the first thread reports the progress. */
+static void count_done(worker *w, uint64_t n)
+{
+    atomic_fetch_add(&w->t->done, n);
+    if (w->id == 0)
+        report(w->t, 0);
+}
+
+/* Visits [lo, hi) a chunk at a time, counting each done. */
 static void visit_span(worker *w, uint64_t lo, uint64_t hi)
 {
-    ps_tune *t = w->t;
     for (uint64_t x = lo; x < hi && !w->rc;) {
         uint64_t end = hi - x < CHUNK ? hi : x + CHUNK;
         visit_chunk(w, x, end);
-        atomic_fetch_add(&t->done, end - x);
+        count_done(w, end - x);
         x = end;
-        if (w->id == 0)
-            report(t, 0);
     }
 }
 
@@ -1091,11 +1096,9 @@ static void *work(void *arg)
         visit_chunk(w, lo, hi);
         if (t->cs.n && !w->rc)
             w->rc = csv_end(w, nth, lo, hi);
-        atomic_fetch_add(&t->done, hi - lo);
-        if (w->id == 0) {
-            report(t, 0);
+        count_done(w, hi - lo);
+        if (w->id == 0)
             share_bound(t, 0);
-        }
     }
     if (w->rc) {
         atomic_store(&t->next, UINT64_MAX / 2); /* the others stop at their next chunk */
